@@ -1,0 +1,121 @@
+#include "common.h"
+
+#include "tensor_io.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace minnow {
+namespace cli {
+
+std::shared_ptr<Engine> make_engine(const GlobalOptions& g) {
+  if (!g.log_level.empty()) set_log_level(g.log_level);
+  EngineOptions eo;
+  eo.plugin_paths = g.plugin_paths;
+  return check(Engine::create(eo));
+}
+
+void add_input_options(CLI::App* cmd, InputSpec* spec) {
+  cmd->add_option("-i,--input", spec->inputs, "Input tensor: NAME=FILE or FILE (in input order); .pb (ONNX TensorProto), .npy, or .bin (raw float32)");
+  cmd->add_option("--shape", spec->shapes, "Shape for an input with symbolic dims: NAME=1x3x224x224");
+  cmd->add_flag("--random", spec->random, "Fill inputs not given with uniform random values in [-1, 1]");
+  cmd->add_option("--seed", spec->seed, "Seed for --random")->capture_default_str();
+}
+
+static Shape parse_shape(const std::string& s, const std::string& what) {
+  Shape out;
+  std::stringstream ss(s);
+  std::string tok;
+  while (std::getline(ss, tok, 'x')) {
+    char* end = nullptr;
+    long long v = std::strtoll(tok.c_str(), &end, 10);
+    if (tok.empty() || *end || v < 0) throw CliError("bad shape '" + s + "' for " + what + " (expected e.g. 1x3x224x224)");
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::vector<Tensor> load_inputs(const Model& model, const InputSpec& spec) {
+  const auto& g = model.graph();
+  std::vector<Tensor> tensors(g.inputs.size());
+  std::vector<bool> given(g.inputs.size(), false);
+  std::map<std::string, Shape> shapes;
+  for (const auto& s : spec.shapes) {
+    auto eq = s.find('=');
+    if (eq == std::string::npos) throw CliError("--shape expects NAME=DIMS, got '" + s + "'");
+    shapes[s.substr(0, eq)] = parse_shape(s.substr(eq + 1), s.substr(0, eq));
+  }
+  auto index_of = [&](const std::string& name) -> size_t {
+    for (size_t i = 0; i < g.inputs.size(); ++i)
+      if (g.tensors[g.inputs[i]].name == name) return i;
+    std::string names;
+    for (int32_t in : g.inputs) names += (names.empty() ? "" : ", ") + g.tensors[in].name;
+    throw CliError("model has no input named '" + name + "' (inputs: " + names + ")");
+  };
+  auto shape_of = [&](size_t i) {
+    const auto& info = g.tensors[g.inputs[i]];
+    auto it = shapes.find(info.name);
+    if (it != shapes.end()) return it->second;
+    Shape s = info.static_shape();
+    for (auto& d : s)
+      if (d < 0) d = 1;  // symbolic dims default to 1
+    return s;
+  };
+  size_t next = 0;
+  for (const auto& in : spec.inputs) {
+    auto eq = in.find('=');
+    size_t idx;
+    std::string file;
+    if (eq != std::string::npos && eq > 0) {
+      idx = index_of(in.substr(0, eq));
+      file = in.substr(eq + 1);
+    } else {
+      while (next < given.size() && given[next]) ++next;
+      if (next >= given.size()) throw CliError("more input files than model inputs (" + std::to_string(g.inputs.size()) + ")");
+      idx = next;
+      file = in;
+    }
+    tensors[idx] = check(read_tensor_file(file, shape_of(idx)));
+    given[idx] = true;
+  }
+  std::mt19937_64 rng(spec.seed);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  for (size_t i = 0; i < given.size(); ++i) {
+    if (given[i]) continue;
+    const auto& info = g.tensors[g.inputs[i]];
+    if (!spec.random) throw CliError("input '" + info.name + "' not given (use --input, or --random)");
+    Tensor t(info.dtype, shape_of(i));
+    if (info.dtype == DataType::kFloat32)
+      for (int64_t k = 0; k < t.elements(); ++k) t.data<float>()[k] = dist(rng);
+    tensors[i] = std::move(t);
+  }
+  return tensors;
+}
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  while (b >= 1024 && u < 3) {
+    b /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", b, units[u]);
+  return buf;
+}
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\', o += c;
+    else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      o += buf;
+    } else o += c;
+  }
+  return o;
+}
+
+}  // namespace cli
+}  // namespace minnow

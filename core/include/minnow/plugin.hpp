@@ -1,0 +1,308 @@
+// Header-only C++ wrapper over the C plugin ABI (plugin.h), for plugin authors.
+//
+// Derive from Backend (and Kernel), or write a shape function, throw PluginError (or any
+// std::exception) on bad input: the trampolines here turn exceptions into status codes
+// and messages, so nothing C++ crosses the boundary. Nothing here depends on libminnow.
+#pragma once
+
+#include <minnow/plugin.h>
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace minnow {
+namespace plugin {
+
+// Thrown by plugin code; `status` is reported to the host.
+class PluginError : public std::runtime_error {
+ public:
+  explicit PluginError(const std::string& msg, mn_status status = MN_ERR_INVALID_ARGUMENT)
+      : std::runtime_error(msg), status_(status) {}
+  mn_status status() const { return status_; }
+
+ private:
+  mn_status status_;
+};
+
+inline void set_error(mn_error* err, const std::string& msg) {
+  if (!err) return;
+  std::snprintf(err->message, sizeof(err->message), "%s", msg.c_str());
+}
+
+// Runs `fn`, converting exceptions into a status and an error message.
+template <class Fn>
+mn_status guarded(mn_error* err, Fn&& fn) noexcept {
+  try {
+    return fn();
+  } catch (const PluginError& e) {
+    set_error(err, e.what());
+    return e.status();
+  } catch (const std::bad_alloc&) {
+    set_error(err, "out of memory");
+    return MN_ERR_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    set_error(err, std::string("exception: ") + e.what());
+    return MN_ERR_INTERNAL;
+  } catch (...) {
+    set_error(err, "unknown exception");
+    return MN_ERR_INTERNAL;
+  }
+}
+
+inline size_t dtype_size(int32_t dtype) {
+  switch (dtype) {
+    case MN_F32: case MN_I32: case MN_U32: return 4;
+    case MN_F16: case MN_I16: case MN_U16: case MN_BF16: return 2;
+    case MN_I8: case MN_U8: case MN_BOOL: return 1;
+    case MN_I64: case MN_U64: case MN_F64: return 8;
+    default: return 0;
+  }
+}
+
+// Thin read-only helpers over mn_tensor.
+struct TensorRef {
+  const mn_tensor* t;
+  bool present() const { return t && t->dtype != MN_UNDEFINED; }
+  int rank() const { return t->rank; }
+  int64_t dim(int i) const { return t->dims[i < 0 ? i + t->rank : i]; }
+  std::vector<int64_t> shape() const {
+    return t->rank < 0 ? std::vector<int64_t>{} : std::vector<int64_t>(t->dims, t->dims + t->rank);
+  }
+  bool shape_known() const {
+    if (t->rank < 0) return false;
+    for (int i = 0; i < t->rank; ++i)
+      if (t->dims[i] < 0) return false;
+    return true;
+  }
+  int64_t elements() const {
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; ++i) n *= t->dims[i];
+    return n;
+  }
+  int32_t dtype() const { return t->dtype; }
+  bool is_constant() const { return t->is_constant != 0; }
+  template <class T>
+  const T* data() const { return static_cast<const T*>(t->data); }
+  template <class T>
+  T* mutable_data() const { return static_cast<T*>(t->data); }
+};
+
+// Convenience accessors over mn_node.
+class Node {
+ public:
+  explicit Node(const mn_node* n) : n_(n) {}
+  const mn_node* raw() const { return n_; }
+  std::string name() const { return n_->name ? n_->name : ""; }
+  std::string op() const { return n_->op; }
+  std::string domain() const { return n_->domain ? n_->domain : ""; }
+  int op_version() const { return n_->op_version; }
+  int num_inputs() const { return n_->num_inputs; }
+  int num_outputs() const { return n_->num_outputs; }
+  TensorRef input(int i) const {
+    static const mn_tensor absent = {sizeof(mn_tensor), "", MN_UNDEFINED, -1, {0}, nullptr,
+                                     0, 0, -1, nullptr, nullptr};
+    return TensorRef{i < n_->num_inputs ? &n_->inputs[i] : &absent};
+  }
+  TensorRef output(int i) const { return TensorRef{&n_->outputs[i]}; }
+  bool has_input(int i) const { return input(i).present(); }
+
+  bool has_attr(const char* k) const { return n_->attr_type(n_->attr_ctx, k) != MN_ATTR_NONE; }
+  int64_t attr_int(const char* k, int64_t def) const {
+    int64_t v = def;
+    n_->attr_int(n_->attr_ctx, k, &v);
+    return v;
+  }
+  float attr_float(const char* k, float def) const {
+    float v = def;
+    n_->attr_float(n_->attr_ctx, k, &v);
+    return v;
+  }
+  std::string attr_string(const char* k, const std::string& def) const {
+    const char* s = nullptr;
+    return n_->attr_string(n_->attr_ctx, k, &s) && s ? std::string(s) : def;
+  }
+  std::vector<int64_t> attr_ints(const char* k, std::vector<int64_t> def = {}) const {
+    const int64_t* p = nullptr;
+    size_t c = 0;
+    if (!n_->attr_ints(n_->attr_ctx, k, &p, &c)) return def;
+    return std::vector<int64_t>(p, p + c);
+  }
+  std::vector<float> attr_floats(const char* k, std::vector<float> def = {}) const {
+    const float* p = nullptr;
+    size_t c = 0;
+    if (!n_->attr_floats(n_->attr_ctx, k, &p, &c)) return def;
+    return std::vector<float>(p, p + c);
+  }
+  const mn_tensor* attr_tensor(const char* k) const {
+    const mn_tensor* t = nullptr;
+    return n_->attr_tensor(n_->attr_ctx, k, &t) ? t : nullptr;
+  }
+
+  [[noreturn]] void fail(const std::string& what,
+                         mn_status status = MN_ERR_INVALID_ARGUMENT) const {
+    throw PluginError("node '" + name() + "' (" + op() + "): " + what, status);
+  }
+
+ private:
+  const mn_node* n_;
+};
+
+// Run-time context passed to kernels.
+class RunContext {
+ public:
+  explicit RunContext(const mn_run_ctx* c) : c_(c) {}
+  int num_threads() const { return c_->num_threads; }
+  void* scratch() const { return c_->scratch; }
+  size_t scratch_size() const { return c_->scratch_size; }
+  // Runs fn(begin, end) over [0, n) in chunks of at least `grain` on the session's arena.
+  // Exceptions inside fn are captured and rethrown on the calling thread.
+  template <class Fn>
+  void parallel_for(size_t n, size_t grain, Fn&& fn) const {
+    if (n == 0) return;
+    if (c_->num_threads <= 1 || n <= grain || !c_->parallel_for) {
+      fn(size_t(0), n);
+      return;
+    }
+    struct Call {
+      Fn* fn;
+      std::exception_ptr error;
+      bool failed = false;
+    } call{&fn, nullptr};
+    c_->parallel_for(
+        c_->host, n, grain == 0 ? 1 : grain,
+        [](void* u, size_t b, size_t e) {
+          auto* c = static_cast<Call*>(u);
+          if (c->failed) return;
+          try {
+            (*c->fn)(b, e);
+          } catch (...) {
+            if (!c->failed) {
+              c->failed = true;
+              c->error = std::current_exception();
+            }
+          }
+        },
+        &call);
+    if (call.error) std::rethrow_exception(call.error);
+  }
+
+ private:
+  const mn_run_ctx* c_;
+};
+
+// Base class of a prepared kernel. run() must be const: a prepared kernel is shared by
+// every session of a model and may run concurrently.
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual const char* name() const = 0;
+  virtual void run(const RunContext& ctx, const mn_tensor* inputs, int num_inputs,
+                   mn_tensor* outputs, int num_outputs) const = 0;
+  virtual size_t scratch_bytes(const mn_tensor*, int, const mn_tensor*, int) const { return 0; }
+  virtual double flops(const mn_tensor*, int, const mn_tensor*, int) const { return 0.0; }
+  virtual int inplace_input() const { return -1; }
+};
+
+// Wraps a C++ kernel into the C table; the table owns the object.
+inline void export_kernel(std::unique_ptr<Kernel> k, mn_kernel* out) {
+  std::memset(out, 0, sizeof(*out));
+  out->struct_size = sizeof(mn_kernel);
+  out->name = k->name();
+  out->inplace_input = k->inplace_input();
+  out->state = k.release();
+  out->run = [](void* s, const mn_run_ctx* ctx, const mn_tensor* in, int32_t nin,
+                mn_tensor* outs, int32_t nout, mn_error* err) -> mn_status {
+    return guarded(err, [&] {
+      static_cast<const Kernel*>(s)->run(RunContext(ctx), in, nin, outs, nout);
+      return MN_OK;
+    });
+  };
+  out->scratch_bytes = [](void* s, const mn_tensor* in, int32_t nin, const mn_tensor* outs,
+                          int32_t nout) -> size_t {
+    try {
+      return static_cast<const Kernel*>(s)->scratch_bytes(in, nin, outs, nout);
+    } catch (...) {
+      return 0;
+    }
+  };
+  out->flops = [](void* s, const mn_tensor* in, int32_t nin, const mn_tensor* outs,
+                  int32_t nout) -> double {
+    try {
+      return static_cast<const Kernel*>(s)->flops(in, nin, outs, nout);
+    } catch (...) {
+      return 0.0;
+    }
+  };
+  out->destroy = [](void* s) { delete static_cast<Kernel*>(s); };
+}
+
+struct Bid {
+  double cost = -1.0;  // < 0: cannot run
+  std::string reason;
+  static Bid no(std::string why) { return Bid{-1.0, std::move(why)}; }
+  static Bid yes(double cost, std::string why = {}) { return Bid{cost, std::move(why)}; }
+};
+
+// Base class of a backend.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  virtual Bid bid(const Node& node) const = 0;
+  virtual std::unique_ptr<Kernel> prepare(const Node& node) const = 0;
+};
+
+// Fills a C backend table that owns `b`.
+inline void export_backend(std::unique_ptr<Backend> b, mn_backend* out) {
+  std::memset(out, 0, sizeof(*out));
+  out->struct_size = sizeof(mn_backend);
+  out->name = b->name();
+  out->user = b.release();
+  out->bid = [](void* u, const mn_node* n, mn_bid* bid) {
+    Bid r;
+    try {
+      r = static_cast<const Backend*>(u)->bid(Node(n));
+    } catch (const std::exception& e) {
+      r = Bid::no(e.what());
+    } catch (...) {
+      r = Bid::no("unknown exception while bidding");
+    }
+    bid->cost = r.cost;
+    std::snprintf(bid->reason, sizeof(bid->reason), "%s", r.reason.c_str());
+  };
+  out->prepare = [](void* u, const mn_node* n, mn_kernel* k, mn_error* err) -> mn_status {
+    return guarded(err, [&] {
+      auto kernel = static_cast<const Backend*>(u)->prepare(Node(n));
+      if (!kernel) throw PluginError("backend returned no kernel", MN_ERR_INTERNAL);
+      export_kernel(std::move(kernel), k);
+      return MN_OK;
+    });
+  };
+  out->destroy = [](void* u) { delete static_cast<Backend*>(u); };
+}
+
+// Shape-function helper: declare output i.
+inline void set_output(const mn_shape_ctx* ctx, int index, int32_t dtype,
+                       const std::vector<int64_t>& dims) {
+  if (dims.size() > MN_MAX_RANK) throw PluginError("rank above MN_MAX_RANK");
+  mn_status s = ctx->set_output(ctx->host, index, dtype, static_cast<int32_t>(dims.size()),
+                                dims.data());
+  if (s != MN_OK) throw PluginError("cannot set output " + std::to_string(index), s);
+}
+
+}  // namespace plugin
+}  // namespace minnow
+
+// Defines the entry point of a plugin. Use once per shared object:
+//   MINNOW_DEFINE_PLUGIN("my_ops", "1.0.0", "what it does", my_register_fn)
+#define MINNOW_DEFINE_PLUGIN(NAME, VERSION, DESCRIPTION, REGISTER_FN)                \
+  extern "C" MINNOW_PLUGIN_EXPORT const mn_plugin_info* minnow_plugin_entry(void) {  \
+    static const mn_plugin_info info = {MINNOW_ABI_MAJOR, MINNOW_ABI_MINOR, NAME,     \
+                                        VERSION, DESCRIPTION, REGISTER_FN};           \
+    return &info;                                                                     \
+  }

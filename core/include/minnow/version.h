@@ -1,0 +1,5 @@
+#pragma once
+#define MINNOW_VERSION_MAJOR 0
+#define MINNOW_VERSION_MINOR 1
+#define MINNOW_VERSION_PATCH 0
+#define MINNOW_VERSION "0.1.0"

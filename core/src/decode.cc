@@ -1,0 +1,235 @@
+// Decoding a constant's encoding chain (dense / sparse / codebook / Huffman) into a dense
+// tensor. Every index read from the file is checked before use: a crafted file can make
+// decoding fail, never read or write out of bounds.
+#include <minnow/model.h>
+
+#include <cstring>
+#include <limits>
+
+namespace minnow {
+
+namespace {
+
+// An element stream passed from an inner stage to the stage that consumes it.
+struct Stream {
+  DataType type = DataType::kUndefined;  // kUInt32 for symbol / index streams
+  std::vector<uint8_t> bytes;
+};
+
+class Decoder {
+ public:
+  Decoder(const ir::ModelIR& m, const ir::TensorInfo& t) : m_(m), t_(t) {}
+
+  // Produces `count` elements from stage `i` onwards.
+  Result<Stream> stage(size_t i, int64_t count) {
+    if (i >= t_.encodings.size())
+      return err("encoding chain ends without a stage that stores data");
+    const auto& st = t_.encodings[i];
+    if (auto* d = std::get_if<ir::DenseStage>(&st)) return dense(*d, i, count);
+    if (auto* s = std::get_if<ir::SparseStage>(&st)) return sparse(*s, i, count);
+    if (auto* c = std::get_if<ir::CodebookStage>(&st)) return codebook(*c, i, count);
+    return huffman(std::get<ir::HuffmanStage>(st), i, count);
+  }
+
+  Status err_status(const std::string& what) const {
+    return invalid_argument("tensor '" + t_.name + "': " + what);
+  }
+
+ private:
+  Status err(const std::string& what) const { return err_status(what); }
+
+  const ir::Blob& buffer(uint32_t b) const { return m_.buffers[b]; }  // index checked at load
+
+  Result<Stream> dense(const ir::DenseStage& d, size_t i, int64_t count) {
+    if (i + 1 != t_.encodings.size()) return err("a dense stage must be the last stage");
+    size_t es = dtype_size(d.element_type);
+    if (es == 0) return err("dense stage with unsupported element type");
+    const ir::Blob& b = buffer(d.buffer);
+    if (count < 0 || b.size / es != static_cast<uint64_t>(count) || b.size % es != 0)
+      return err("buffer holds " + std::to_string(b.size) + " bytes, shape needs " +
+                 std::to_string(count) + " x " + std::to_string(es));
+    Stream s;
+    s.type = d.element_type;
+    s.bytes.assign(b.data, b.data + b.size);
+    return s;
+  }
+
+  Result<std::vector<int32_t>> int32_buffer(uint32_t idx, int64_t expect, const char* what) {
+    const ir::Blob& b = buffer(idx);
+    if (expect < 0 || b.size != static_cast<uint64_t>(expect) * 4)
+      return err(std::string(what) + " buffer has " + std::to_string(b.size) + " bytes, expected " +
+                 std::to_string(expect) + " int32");
+    std::vector<int32_t> v(static_cast<size_t>(expect));
+    if (expect) std::memcpy(v.data(), b.data, b.size);
+    return v;
+  }
+
+  Result<Stream> sparse(const ir::SparseStage& s, size_t i, int64_t count) {
+    const int64_t br = s.block_rows, bc = s.block_cols;
+    if (s.rows <= 0 || s.cols <= 0 || br <= 0 || bc <= 0 || s.nnz < 0)
+      return err("sparse stage with invalid dimensions");
+    if (s.rows > std::numeric_limits<int64_t>::max() / s.cols || s.rows * s.cols != count)
+      return err("sparse matrix " + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
+                 " does not match the tensor's " + std::to_string(count) + " elements");
+    if (s.format == ir::SparseFormat::kCSR && (br != 1 || bc != 1))
+      return err("CSR stage with a block shape other than 1x1");
+    if (s.rows % br || s.cols % bc) return err("block shape does not divide the matrix");
+    const int64_t brows = s.rows / br, bcols = s.cols / bc, bsize = br * bc;
+    auto row_ptr = int32_buffer(s.row_ptr, brows + 1, "row_ptr");
+    if (!row_ptr) return row_ptr.status();
+    const auto& rp = row_ptr.value();
+    if (rp[0] != 0) return err("row_ptr[0] is not 0");
+    for (int64_t r = 0; r < brows; ++r)
+      if (rp[r + 1] < rp[r]) return err("row_ptr decreases at row " + std::to_string(r));
+    const int64_t nblocks = rp[brows];
+    if (nblocks * bsize != s.nnz) return err("row_ptr and nnz disagree");
+    auto col_idx = int32_buffer(s.col_idx, nblocks, "col_idx");
+    if (!col_idx) return col_idx.status();
+    for (int32_t c : col_idx.value())
+      if (c < 0 || c >= bcols) return err("column index " + std::to_string(c) + " out of range");
+    auto values = stage(i + 1, s.nnz);
+    if (!values) return values.status();
+    const Stream& v = values.value();
+    size_t es = dtype_size(v.type);
+    if (es == 0 || v.type == DataType::kUInt32) return err("sparse values have no numeric type");
+    Stream out;
+    out.type = v.type;
+    out.bytes.assign(static_cast<size_t>(count) * es, 0);
+    const auto& ci = col_idx.value();
+    for (int64_t r = 0; r < brows; ++r)
+      for (int32_t k = rp[r]; k < rp[r + 1]; ++k)
+        for (int64_t y = 0; y < br; ++y)
+          for (int64_t x = 0; x < bc; ++x) {
+            int64_t dst = (r * br + y) * s.cols + int64_t(ci[k]) * bc + x;
+            int64_t src = int64_t(k) * bsize + y * bc + x;
+            std::memcpy(&out.bytes[dst * es], &v.bytes[src * es], es);
+          }
+    return out;
+  }
+
+  Result<Stream> codebook(const ir::CodebookStage& c, size_t i, int64_t count) {
+    if (c.bits < 1 || c.bits > 16) return err("codebook bits must be 1..16");
+    if (c.centroids.empty() || c.centroids.size() > (size_t(1) << c.bits))
+      return err("codebook has " + std::to_string(c.centroids.size()) + " centroids for " +
+                 std::to_string(c.bits) + " bits");
+    if (c.count != count) return err("codebook count disagrees with its consumer");
+    std::vector<uint32_t> idx(static_cast<size_t>(count));
+    if (i + 1 < t_.encodings.size()) {
+      auto sym = stage(i + 1, count);
+      if (!sym) return sym.status();
+      if (sym.value().type != DataType::kUInt32) return err("codebook stage expects an index stream");
+      std::memcpy(idx.data(), sym.value().bytes.data(), idx.size() * 4);
+    } else {
+      const ir::Blob& b = buffer(c.indices);
+      uint64_t need_bits = uint64_t(count) * uint64_t(c.bits);
+      if (b.size * 8 < need_bits) return err("codebook index buffer too small");
+      for (int64_t k = 0; k < count; ++k) {  // little-endian bit order
+        uint32_t v = 0;
+        uint64_t bit = uint64_t(k) * c.bits;
+        for (int j = 0; j < c.bits; ++j, ++bit) v |= uint32_t((b.data[bit >> 3] >> (bit & 7)) & 1) << j;
+        idx[k] = v;
+      }
+    }
+    Stream out;
+    out.type = DataType::kFloat32;
+    out.bytes.resize(static_cast<size_t>(count) * 4);
+    float* dst = reinterpret_cast<float*>(out.bytes.data());
+    for (int64_t k = 0; k < count; ++k) {
+      if (idx[k] >= c.centroids.size()) return err("codebook index " + std::to_string(idx[k]) + " out of range");
+      dst[k] = c.centroids[idx[k]];
+    }
+    return out;
+  }
+
+  Result<Stream> huffman(const ir::HuffmanStage& h, size_t i, int64_t count) {
+    if (i + 1 != t_.encodings.size()) return err("a Huffman stage must be the last stage");
+    if (h.count != count) return err("Huffman count disagrees with its consumer");
+    const size_t nsym = h.code_lengths.size();
+    if (nsym == 0 || nsym > (1u << 16)) return err("Huffman alphabet size out of range");
+    constexpr int kMaxLen = 32;
+    std::vector<int64_t> per_len(kMaxLen + 1, 0);
+    for (uint8_t l : h.code_lengths) {
+      if (l > kMaxLen) return err("Huffman code length above 32");
+      if (l) per_len[l]++;
+    }
+    // Kraft: a canonical code must not be over-subscribed.
+    uint64_t kraft = 0;
+    for (int l = 1; l <= kMaxLen; ++l) kraft += uint64_t(per_len[l]) << (kMaxLen - l);
+    if (kraft > (uint64_t(1) << kMaxLen)) return err("Huffman code lengths are over-subscribed");
+    std::vector<uint32_t> sorted;  // symbols by (length, value)
+    for (int l = 1; l <= kMaxLen; ++l)
+      for (size_t s = 0; s < nsym; ++s)
+        if (h.code_lengths[s] == l) sorted.push_back(static_cast<uint32_t>(s));
+    if (sorted.empty() && count > 0) return err("Huffman code has no symbols");
+    const ir::Blob& b = buffer(h.bitstream);
+    if (h.bit_length > uint64_t(b.size) * 8) return err("Huffman bit length exceeds its buffer");
+    Stream out;
+    out.type = DataType::kUInt32;
+    out.bytes.resize(static_cast<size_t>(count) * 4);
+    uint32_t* dst = reinterpret_cast<uint32_t*>(out.bytes.data());
+    uint64_t pos = 0;
+    for (int64_t k = 0; k < count; ++k) {
+      uint64_t code = 0, first = 0;
+      int64_t index = 0;
+      bool found = false;
+      for (int l = 1; l <= kMaxLen; ++l) {
+        if (pos >= h.bit_length) return err("Huffman stream ends early");
+        code |= (b.data[pos >> 3] >> (7 - (pos & 7))) & 1;
+        ++pos;
+        if (code - first < uint64_t(per_len[l])) {
+          dst[k] = sorted[static_cast<size_t>(index + int64_t(code - first))];
+          found = true;
+          break;
+        }
+        index += per_len[l];
+        first = (first + per_len[l]) << 1;
+        code <<= 1;
+      }
+      if (!found) return err("invalid Huffman code");
+    }
+    return out;
+  }
+
+  const ir::ModelIR& m_;
+  const ir::TensorInfo& t_;
+};
+
+}  // namespace
+
+Result<Tensor> decode_constant(const ir::ModelIR& model, const ir::TensorInfo& t) {
+  Decoder dec(model, t);
+  if (t.encodings.empty()) return dec.err_status("is not a constant");
+  Shape shape = t.static_shape();
+  int64_t count = shape_elements(shape);
+  if (count < 0) return dec.err_status("constant without a fully known shape");
+  if (dtype_size(t.dtype) == 0) return dec.err_status("constant of unsupported dtype");
+  if (uint64_t(count) > (uint64_t(1) << 40) / dtype_size(t.dtype))
+    return dec.err_status("constant too large");
+  // Zero-copy for plain dense data already 64-byte aligned (an mmapped file).
+  if (t.encodings.size() == 1) {
+    if (auto* d = std::get_if<ir::DenseStage>(&t.encodings[0])) {
+      const ir::Blob& b = model.buffers[d->buffer];
+      if (d->element_type == t.dtype && b.size == uint64_t(count) * dtype_size(t.dtype) &&
+          reinterpret_cast<uintptr_t>(b.data) % 64 == 0 && b.owner) {
+        return Tensor::view(t.dtype, shape, const_cast<uint8_t*>(b.data));
+      }
+    }
+  }
+  auto s = dec.stage(0, count);
+  if (!s) return s.status();
+  Tensor out(t.dtype, shape);
+  const Stream& st = s.value();
+  if (st.type == t.dtype) {
+    if (st.bytes.size() != out.bytes()) return dec.err_status("decoded size mismatch");
+    if (!st.bytes.empty()) std::memcpy(out.raw(), st.bytes.data(), st.bytes.size());
+  } else if (st.type == DataType::kFloat16 && t.dtype == DataType::kFloat32) {
+    const uint16_t* src = reinterpret_cast<const uint16_t*>(st.bytes.data());
+    for (int64_t k = 0; k < count; ++k) out.data<float>()[k] = half_to_float(src[k]);
+  } else {
+    return dec.err_status(std::string("stored elements are ") + dtype_name(st.type) +
+                          ", tensor is " + dtype_name(t.dtype));
+  }
+  return out;
+}
+
+}  // namespace minnow

@@ -1,0 +1,253 @@
+#include <minnow/engine.h>
+
+#include "log.h"
+#include "prepared.h"
+
+#include <boost/dll/runtime_symbol_info.hpp>
+#include <boost/filesystem.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+
+namespace minnow {
+
+namespace {
+
+std::vector<std::string> split_paths(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ':'))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+struct OptionArrays {
+  std::vector<const char*> keys, values;
+  mn_options opts{};
+  explicit OptionArrays(const std::vector<std::pair<std::string, std::string>>& o) {
+    for (const auto& kv : o) {
+      keys.push_back(kv.first.c_str());
+      values.push_back(kv.second.c_str());
+    }
+    opts.struct_size = sizeof(mn_options);
+    opts.count = static_cast<int32_t>(o.size());
+    opts.keys = keys.data();
+    opts.values = values.data();
+  }
+};
+
+std::vector<uint8_t> take_blob(mn_blob& b) {
+  std::vector<uint8_t> v(b.data, b.data + b.size);
+  if (b.free_fn) b.free_fn(b.data, b.size);
+  b.data = nullptr;
+  return v;
+}
+
+}  // namespace
+
+bool core_evaluated_op(const ir::Node& node) {
+  return node.domain.empty() && (node.op == "Shape" || node.op == "Constant");
+}
+
+Engine::~Engine() = default;
+
+std::string Engine::default_plugin_folder() const {
+  // Relative to libminnow itself, so a relocated install still finds its plugins.
+  boost::filesystem::path lib = boost::dll::this_line_location();
+  return (lib.parent_path() / "minnow" / "plugins").string();
+}
+
+Result<std::shared_ptr<Engine>> Engine::create(const EngineOptions& options) {
+  std::shared_ptr<Engine> e(new Engine());
+  e->registry_ = std::make_shared<Registry>();
+  register_standard_ops(*e->registry_);
+  for (const auto& p : options.plugin_paths) MINNOW_RETURN_IF_ERROR(e->registry_->load_path(p));
+  if (options.use_environment)
+    if (const char* env = std::getenv("MINNOW_PLUGIN_PATH"))
+      for (const auto& p : split_paths(env)) {
+        Status s = e->registry_->load_path(p, false);
+        if (!s) e->registry_->warn("MINNOW_PLUGIN_PATH: " + s.message());
+      }
+  if (options.use_default_folder) {
+    Status s = e->registry_->load_path(e->default_plugin_folder(), true);
+    if (!s) e->registry_->warn(s.message());
+  }
+  return e;
+}
+
+Status Engine::load_plugin(const std::string& path) { return registry_->load_path(path); }
+
+std::vector<PluginDescription> Engine::plugins() const {
+  std::vector<PluginDescription> out;
+  for (const auto& l : registry_->libraries())
+    out.push_back(PluginDescription{l->name, l->version, l->description, l->path, l->provides});
+  return out;
+}
+
+std::vector<std::string> Engine::warnings() const { return registry_->warnings(); }
+
+Status PreparedModel::Impl::select(const Model& model, const BackendPolicy& pol,
+                                   std::vector<std::shared_ptr<PreparedKernel>>* kernels,
+                                   std::vector<KernelChoice>* choices) const {
+  const auto& g = model.graph();
+  kernels->assign(g.nodes.size(), nullptr);
+  choices->clear();
+  for (const auto& name : std::vector<std::string>{pol.force})
+    if (!name.empty() && !registry->backend(name))
+      return not_found("backend '" + name + "' is not loaded");
+  for (int n : model.topo_order()) {
+    const ir::Node& node = g.nodes[n];
+    NodeView view(model, n, static_states);
+    std::string forced = pol.force;
+    for (const auto& nf : pol.node_force)
+      if (nf.first == node.name) forced = nf.second;
+    struct Candidate {
+      double cost;
+      std::shared_ptr<BackendEntry> backend;
+    };
+    std::vector<Candidate> cands;
+    std::string why_not;
+    for (const auto& b : registry->backends()) {
+      if (!forced.empty() && b->name != forced) continue;
+      if (std::find(pol.forbid.begin(), pol.forbid.end(), b->name) != pol.forbid.end()) continue;
+      mn_bid bid{};
+      bid.struct_size = sizeof(mn_bid);
+      bid.cost = -1;
+      b->table.bid(b->table.user, view.node(), &bid);
+      bid.reason[sizeof(bid.reason) - 1] = 0;
+      if (bid.cost >= 0) {
+        cands.push_back({bid.cost, b});
+      } else {
+        why_not += (why_not.empty() ? "" : "; ") + b->name + ": " + (bid.reason[0] ? bid.reason : "declined");
+      }
+    }
+    std::stable_sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) { return a.cost < b.cost; });
+    KernelChoice choice;
+    choice.node = n;
+    if (cands.empty()) {
+      if (core_evaluated_op(node)) {
+        choice.backend = "core";
+        choice.kernel = "plan_time_value";
+        choice.reason = "value computed while planning";
+        choices->push_back(choice);
+        continue;
+      }
+      if (registry->backends().empty())
+        return unsupported(node.describe() + ": no backend is loaded (add the plugin folder to MINNOW_PLUGIN_PATH)");
+      return unsupported(node.describe() + ": no backend can run it" + (why_not.empty() ? "" : " (" + why_not + ")"));
+    }
+    Status last_error;
+    for (const auto& c : cands) {
+      std::shared_ptr<PreparedKernel> pk;
+      {
+        std::lock_guard<std::mutex> lock(cache_mutex);
+        auto it = cache.find({n, c.backend->name});
+        if (it != cache.end()) pk = it->second;
+      }
+      if (!pk) {
+        pk = std::make_shared<PreparedKernel>();
+        pk->backend = c.backend;
+        mn_error err{};
+        mn_status st = c.backend->table.prepare(c.backend->table.user, view.node(), &pk->k, &err);
+        err.message[sizeof(err.message) - 1] = 0;
+        if (st != MN_OK || !pk->k.run) {
+          std::string msg = st != MN_OK ? std::string(err.message) : "backend returned no kernel";
+          last_error = invalid_argument(node.describe() + ": backend '" + c.backend->name + "' (plugin '" + c.backend->library->name + "') failed to prepare it: " + msg);
+          pk->k.destroy = nullptr;
+          log().info("{}", last_error.message());
+          continue;
+        }
+        std::lock_guard<std::mutex> lock(cache_mutex);
+        auto ins = cache.emplace(std::make_pair(n, c.backend->name), pk);
+        pk = ins.first->second;
+      }
+      (*kernels)[n] = pk;
+      choice.backend = c.backend->name;
+      choice.kernel = pk->k.name ? pk->k.name : "?";
+      choice.cost = c.cost;
+      choice.reason = cands.size() > 1 ? "lowest cost of " + std::to_string(cands.size()) + " bids" : "only bid";
+      if (!why_not.empty()) choice.reason += " (" + why_not + ")";
+      break;
+    }
+    if (!(*kernels)[n]) return last_error;
+    choices->push_back(choice);
+  }
+  return Status::ok();
+}
+
+PreparedModel::~PreparedModel() = default;
+const std::vector<KernelChoice>& PreparedModel::choices() const { return impl_->choices; }
+const BackendPolicy& PreparedModel::policy() const { return impl_->policy; }
+
+Result<std::shared_ptr<const PreparedModel>> Engine::prepare(std::shared_ptr<const Model> model,
+                                                             const BackendPolicy& policy) const {
+  if (!model) return invalid_argument("prepare: null model");
+  std::shared_ptr<PreparedModel> pm(new PreparedModel());
+  pm->model_ = model;
+  pm->impl_ = std::make_unique<PreparedModel::Impl>();
+  auto& impl = *pm->impl_;
+  impl.registry = registry_;
+  impl.policy = policy;
+  impl.static_states = initial_tensor_states(*model);
+  for (int n : model->topo_order())
+    MINNOW_RETURN_IF_ERROR(infer_node_shapes(*registry_, *model, n, impl.static_states).with_context(model->origin()));
+  MINNOW_RETURN_IF_ERROR(impl.select(*model, policy, &impl.kernels, &impl.choices).with_context(model->origin()));
+  return std::shared_ptr<const PreparedModel>(std::move(pm));
+}
+
+Result<std::vector<uint8_t>> Engine::import_model(const std::string& path,
+                                                  const std::vector<std::pair<std::string, std::string>>& options) const {
+  const FrontendEntry* fe = registry_->frontend_for(path);
+  if (!fe) return unsupported("'" + path + "': no loaded frontend plugin reads this kind of file");
+  OptionArrays oa(options);
+  mn_blob out{};
+  mn_error err{};
+  mn_status st = fe->table.import_model(fe->table.user, registry_->host_api(), path.c_str(), &oa.opts, &out, &err);
+  err.message[sizeof(err.message) - 1] = 0;
+  if (st != MN_OK) {
+    if (out.data && out.free_fn) out.free_fn(out.data, out.size);
+    std::string msg = err.message;
+    return Status(st == MN_ERR_UNSUPPORTED ? StatusCode::kUnsupported : st == MN_ERR_IO ? StatusCode::kIo : StatusCode::kInvalidArgument,
+                  msg.empty() ? "'" + path + "': import failed (frontend '" + fe->name + "')" : msg);
+  }
+  return take_blob(out);
+}
+
+Result<std::shared_ptr<const Model>> Engine::load_model(const std::string& path,
+                                                        const std::vector<std::pair<std::string, std::string>>& options) const {
+  // Our own format is recognised by its identifier, whatever the extension.
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return io_error("cannot open '" + path + "'");
+  unsigned char head[8] = {0};
+  size_t got = std::fread(head, 1, 8, f);
+  std::fclose(f);
+  bool ours = got == 8 && std::memcmp(head + 4, "MNW1", 4) == 0;
+  if (ours || !registry_->frontend_for(path)) return Model::load_file(path);
+  auto bytes = import_model(path, options);
+  if (!bytes) return bytes.status();
+  return Model::load_bytes(std::move(bytes.value()), path);
+}
+
+Result<std::vector<uint8_t>> Engine::transform(const std::string& name, const std::vector<uint8_t>& model,
+                                               const std::vector<std::pair<std::string, std::string>>& options,
+                                               std::string* report) const {
+  const TransformEntry* te = registry_->transform(name);
+  if (!te) return not_found("no loaded plugin provides transform '" + name + "'");
+  OptionArrays oa(options);
+  mn_blob out{}, rep{};
+  mn_error err{};
+  mn_status st = te->table.apply(te->table.user, registry_->host_api(), model.data(), model.size(),
+                                 &oa.opts, &out, &rep, &err);
+  err.message[sizeof(err.message) - 1] = 0;
+  std::vector<uint8_t> r = take_blob(rep);
+  if (report) report->assign(r.begin(), r.end());
+  if (st != MN_OK) {
+    take_blob(out);
+    return invalid_argument("transform '" + name + "': " + (err.message[0] ? err.message : "failed"));
+  }
+  return take_blob(out);
+}
+
+}  // namespace minnow

@@ -1,0 +1,406 @@
+// The .minnow file format: IR <-> bytes, with verification on the way in.
+//
+// Layout: [uint32 size][flatbuffer "MNW1"][zero pad to 64][data section]. Buffers are
+// (offset, size) into the data section, each offset a multiple of 64, so an mmapped file
+// is used in place. The data section carries a CRC-32 so corrupted weights are caught.
+#include <minnow/ir.h>
+#include <minnow/status.h>
+
+#include "minnow/minnow_generated.h"
+
+#include <boost/crc.hpp>
+
+#include <cstring>
+#include <limits>
+#include <set>
+#include <string>
+
+namespace minnow {
+
+namespace fbs = minnow::fb;
+
+namespace {
+
+constexpr size_t kAlign = 64;
+constexpr size_t kMaxRank = MN_MAX_RANK;
+
+size_t align_up(size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
+
+uint32_t crc32_of(const uint8_t* data, size_t size) {
+  boost::crc_32_type crc;
+  crc.process_bytes(data, size);
+  return crc.checksum();
+}
+
+bool valid_dtype(int v) { return v >= 0 && v <= static_cast<int>(DataType::kString); }
+
+// ---- IR -> flatbuffer -------------------------------------------------------------
+flatbuffers::Offset<fbs::Encoding> write_stage(flatbuffers::FlatBufferBuilder& b,
+                                               const ir::EncodingStage& st) {
+  if (auto* d = std::get_if<ir::DenseStage>(&st)) {
+    auto e = fbs::CreateDenseEncoding(b, d->buffer, static_cast<fbs::DataType>(d->element_type));
+    return fbs::CreateEncoding(b, fbs::EncodingStage::DenseEncoding, e.Union());
+  }
+  if (auto* s = std::get_if<ir::SparseStage>(&st)) {
+    auto e = fbs::CreateSparseEncoding(b, static_cast<fbs::SparseFormat>(s->format), s->rows,
+                                       s->cols, s->block_rows, s->block_cols, s->row_ptr,
+                                       s->col_idx, s->nnz);
+    return fbs::CreateEncoding(b, fbs::EncodingStage::SparseEncoding, e.Union());
+  }
+  if (auto* c = std::get_if<ir::CodebookStage>(&st)) {
+    auto e = fbs::CreateCodebookEncoding(b, b.CreateVector(c->centroids), c->bits, c->indices,
+                                         c->count);
+    return fbs::CreateEncoding(b, fbs::EncodingStage::CodebookEncoding, e.Union());
+  }
+  const auto& h = std::get<ir::HuffmanStage>(st);
+  auto e = fbs::CreateHuffmanEncoding(b, b.CreateVector(h.code_lengths), h.bitstream, h.count,
+                                      h.bit_length);
+  return fbs::CreateEncoding(b, fbs::EncodingStage::HuffmanEncoding, e.Union());
+}
+
+flatbuffers::Offset<fbs::Attribute> write_attr(flatbuffers::FlatBufferBuilder& b,
+                                               const ir::Attribute& a) {
+  auto name = b.CreateString(a.name);
+  flatbuffers::Offset<flatbuffers::String> s;
+  flatbuffers::Offset<flatbuffers::Vector<int64_t>> ints;
+  flatbuffers::Offset<flatbuffers::Vector<float>> floats;
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>> strings;
+  if (a.type == ir::AttrType::kString) s = b.CreateString(a.s);
+  if (a.type == ir::AttrType::kInts) ints = b.CreateVector(a.ints);
+  if (a.type == ir::AttrType::kFloats) floats = b.CreateVector(a.floats);
+  if (a.type == ir::AttrType::kStrings) strings = b.CreateVectorOfStrings(a.strings);
+  return fbs::CreateAttribute(b, name, static_cast<fbs::AttributeType>(a.type), a.i, a.f, s,
+                              ints, floats, strings, a.tensor);
+}
+
+// ---- flatbuffer -> IR (after the verifier has passed) -------------------------------
+std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
+
+template <class T>
+std::vector<T> vec(const flatbuffers::Vector<T>* v) {
+  return v ? std::vector<T>(v->begin(), v->end()) : std::vector<T>();
+}
+
+Status read_stage(const fbs::Encoding* e, ir::EncodingStage* out, const std::string& where) {
+  if (!e) return invalid_argument(where + ": null encoding stage");
+  switch (e->stage_type()) {
+    case fbs::EncodingStage::DenseEncoding: {
+      auto* d = e->stage_as_DenseEncoding();
+      if (!valid_dtype(static_cast<int>(d->element_type())))
+        return invalid_argument(where + ": dense stage has an invalid element type");
+      *out = ir::DenseStage{d->buffer(), static_cast<DataType>(d->element_type())};
+      return Status::ok();
+    }
+    case fbs::EncodingStage::SparseEncoding: {
+      auto* s = e->stage_as_SparseEncoding();
+      ir::SparseStage st;
+      st.format = static_cast<ir::SparseFormat>(s->format());
+      if (st.format != ir::SparseFormat::kCSR && st.format != ir::SparseFormat::kBSR)
+        return invalid_argument(where + ": unknown sparse format");
+      st.rows = s->rows();
+      st.cols = s->cols();
+      st.block_rows = s->block_rows();
+      st.block_cols = s->block_cols();
+      st.row_ptr = s->row_ptr();
+      st.col_idx = s->col_idx();
+      st.nnz = s->nnz();
+      *out = st;
+      return Status::ok();
+    }
+    case fbs::EncodingStage::CodebookEncoding: {
+      auto* c = e->stage_as_CodebookEncoding();
+      *out = ir::CodebookStage{vec(c->centroids()), c->bits(), c->indices(), c->count()};
+      return Status::ok();
+    }
+    case fbs::EncodingStage::HuffmanEncoding: {
+      auto* h = e->stage_as_HuffmanEncoding();
+      *out = ir::HuffmanStage{vec(h->code_lengths()), h->bitstream(), h->count(),
+                              h->bit_length()};
+      return Status::ok();
+    }
+    default:
+      return invalid_argument(where + ": unknown encoding stage type");
+  }
+}
+
+}  // namespace
+
+// Structural checks shared by the writer and the reader: every index in range, each
+// tensor produced once, constants not produced, buffers referenced exist.
+Status check_ir(const ir::ModelIR& m, const std::string& origin) {
+  const auto& g = m.graph;
+  const int nt = static_cast<int>(g.tensors.size());
+  const uint32_t nb = static_cast<uint32_t>(m.buffers.size());
+  std::set<std::string> names;
+  for (int i = 0; i < nt; ++i) {
+    const auto& t = g.tensors[i];
+    std::string where = origin + ": tensor " + std::to_string(i) + " '" + t.name + "'";
+    if (t.name.empty()) return invalid_argument(origin + ": tensor " + std::to_string(i) + " has no name");
+    if (!names.insert(t.name).second) return invalid_argument(where + ": duplicate tensor name");
+    if (!valid_dtype(static_cast<int>(t.dtype)) || t.dtype == DataType::kUndefined)
+      return invalid_argument(where + ": invalid dtype");
+    if (t.shape.size() > kMaxRank) return invalid_argument(where + ": rank " + std::to_string(t.shape.size()) + " exceeds " + std::to_string(kMaxRank));
+    for (const auto& d : t.shape)
+      if (d.value < -1) return invalid_argument(where + ": negative dimension " + std::to_string(d.value));
+    for (const auto& st : t.encodings) {
+      auto check = [&](uint32_t b, const char* what) -> Status {
+        if (b >= nb) return invalid_argument(where + ": " + what + " buffer " + std::to_string(b) + " out of range (" + std::to_string(nb) + " buffers)");
+        return Status::ok();
+      };
+      if (auto* d = std::get_if<ir::DenseStage>(&st)) MINNOW_RETURN_IF_ERROR(check(d->buffer, "dense"));
+      if (auto* s = std::get_if<ir::SparseStage>(&st)) {
+        MINNOW_RETURN_IF_ERROR(check(s->row_ptr, "row_ptr"));
+        MINNOW_RETURN_IF_ERROR(check(s->col_idx, "col_idx"));
+      }
+      if (auto* h = std::get_if<ir::HuffmanStage>(&st)) MINNOW_RETURN_IF_ERROR(check(h->bitstream, "huffman"));
+    }
+    if (t.is_constant()) {
+      Shape s = t.static_shape();
+      if (!t.has_shape || shape_elements(s) < 0)
+        return invalid_argument(where + ": constant without a fully known shape");
+    }
+  }
+  std::vector<int> producer(nt, -1);
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const auto& node = g.nodes[n];
+    std::string where = origin + ": " + node.describe();
+    if (node.op.empty()) return invalid_argument(origin + ": node " + std::to_string(n) + " has no op");
+    for (int32_t in : node.inputs)
+      if (in < -1 || in >= nt) return invalid_argument(where + ": input tensor index " + std::to_string(in) + " out of range (" + std::to_string(nt) + " tensors)");
+    for (int32_t out : node.outputs) {
+      if (out < 0 || out >= nt) return invalid_argument(where + ": output tensor index " + std::to_string(out) + " out of range (" + std::to_string(nt) + " tensors)");
+      if (g.tensors[out].is_constant()) return invalid_argument(where + ": writes constant tensor '" + g.tensors[out].name + "'");
+      if (producer[out] >= 0) return invalid_argument(where + ": tensor '" + g.tensors[out].name + "' already produced by node " + std::to_string(producer[out]));
+      producer[out] = static_cast<int>(n);
+    }
+    for (const auto& a : node.attributes) {
+      if (a.type == ir::AttrType::kTensor && (a.tensor < 0 || a.tensor >= nt || !g.tensors[a.tensor].is_constant()))
+        return invalid_argument(where + ": attribute '" + a.name + "' refers to a tensor that is not a constant");
+      if (static_cast<int>(a.type) < 0 || static_cast<int>(a.type) > 7)
+        return invalid_argument(where + ": attribute '" + a.name + "' has an invalid type");
+    }
+  }
+  for (int32_t in : g.inputs) {
+    if (in < 0 || in >= nt) return invalid_argument(origin + ": graph input index " + std::to_string(in) + " out of range");
+    if (producer[in] >= 0) return invalid_argument(origin + ": graph input '" + g.tensors[in].name + "' is also produced by a node");
+    if (g.tensors[in].is_constant()) return invalid_argument(origin + ": graph input '" + g.tensors[in].name + "' is a constant");
+  }
+  for (int32_t out : g.outputs)
+    if (out < 0 || out >= nt) return invalid_argument(origin + ": graph output index " + std::to_string(out) + " out of range");
+  if (g.outputs.empty()) return invalid_argument(origin + ": graph has no outputs");
+  return Status::ok();
+}
+
+Result<std::vector<uint8_t>> serialize_model(const ir::ModelIR& m) {
+  MINNOW_RETURN_IF_ERROR(check_ir(m, "model"));
+  flatbuffers::FlatBufferBuilder b(1 << 16);
+  const auto& g = m.graph;
+
+  std::vector<flatbuffers::Offset<fbs::Tensor>> tensors;
+  for (const auto& t : g.tensors) {
+    std::vector<flatbuffers::Offset<fbs::Dim>> dims;
+    for (const auto& d : t.shape)
+      dims.push_back(fbs::CreateDim(b, d.value, d.symbol.empty() ? 0 : b.CreateString(d.symbol)));
+    std::vector<flatbuffers::Offset<fbs::Encoding>> encs;
+    for (const auto& st : t.encodings) encs.push_back(write_stage(b, st));
+    flatbuffers::Offset<fbs::QuantParams> q;
+    if (!t.quant.empty())
+      q = fbs::CreateQuantParams(b, b.CreateVector(t.quant.scale), b.CreateVector(t.quant.zero_point),
+                                 t.quant.axis, t.quant.bits, t.quant.symmetric);
+    tensors.push_back(fbs::CreateTensor(b, b.CreateString(t.name),
+                                        static_cast<fbs::DataType>(t.dtype), b.CreateVector(dims),
+                                        t.has_shape, encs.empty() ? 0 : b.CreateVector(encs), q));
+  }
+  std::vector<flatbuffers::Offset<fbs::Node>> nodes;
+  for (const auto& n : g.nodes) {
+    std::vector<flatbuffers::Offset<fbs::Attribute>> attrs;
+    for (const auto& a : n.attributes) attrs.push_back(write_attr(b, a));
+    nodes.push_back(fbs::CreateNode(b, b.CreateString(n.name), b.CreateString(n.domain),
+                                    b.CreateString(n.op), n.op_version, b.CreateVector(n.inputs),
+                                    b.CreateVector(n.outputs), b.CreateVector(attrs)));
+  }
+  auto graph = fbs::CreateGraph(b, b.CreateString(g.name), b.CreateVector(tensors),
+                                b.CreateVector(nodes), b.CreateVector(g.inputs),
+                                b.CreateVector(g.outputs));
+
+  // Data section: each buffer at the next 64-byte boundary.
+  std::vector<fbs::Buffer> buffers;
+  size_t data_size = 0;
+  for (const auto& blob : m.buffers) {
+    data_size = align_up(data_size);
+    buffers.emplace_back(data_size, blob.size);
+    data_size += blob.size;
+  }
+  std::vector<uint8_t> data(data_size, 0);
+  for (size_t i = 0; i < m.buffers.size(); ++i)
+    if (m.buffers[i].size) std::memcpy(data.data() + buffers[i].offset(), m.buffers[i].data, m.buffers[i].size);
+  uint32_t crc = data.empty() ? 0 : crc32_of(data.data(), data.size());
+
+  std::vector<flatbuffers::Offset<fbs::KeyValue>> meta;
+  for (const auto& kv : m.metadata)
+    meta.push_back(fbs::CreateKeyValue(b, b.CreateString(kv.first), b.CreateString(kv.second)));
+  std::vector<flatbuffers::Offset<fbs::CompressionRecord>> log;
+  for (const auto& r : m.compression_log)
+    log.push_back(fbs::CreateCompressionRecord(
+        b, b.CreateString(r.plugin), b.CreateString(r.plugin_version), b.CreateString(r.parameters),
+        r.size_before, r.size_after, b.CreateString(r.metric), r.metric_before, r.metric_after,
+        b.CreateString(r.timestamp)));
+  std::vector<flatbuffers::Offset<fbs::OpsetImport>> opsets;
+  for (const auto& o : m.opsets)
+    opsets.push_back(fbs::CreateOpsetImport(b, b.CreateString(o.domain), o.version));
+
+  auto root = fbs::CreateModel(b, kFormatMajor, kFormatMinor, b.CreateString(m.producer), graph,
+                               b.CreateVectorOfStructs(buffers), b.CreateVector(meta),
+                               b.CreateVector(log), b.CreateVector(opsets), crc);
+  fbs::FinishSizePrefixedModelBuffer(b, root);
+
+  std::vector<uint8_t> out(align_up(b.GetSize()) + data.size(), 0);
+  std::memcpy(out.data(), b.GetBufferPointer(), b.GetSize());
+  if (!data.empty()) std::memcpy(out.data() + align_up(b.GetSize()), data.data(), data.size());
+  return out;
+}
+
+Result<ir::ModelIR> parse_model(const uint8_t* data, size_t size,
+                                std::shared_ptr<const void> owner, const std::string& origin) {
+  if (size < 16) return invalid_argument(origin + ": file too small to be a Minnow model (" + std::to_string(size) + " bytes)");
+  uint32_t fb_size;
+  std::memcpy(&fb_size, data, 4);
+  if (!fbs::SizePrefixedModelBufferHasIdentifier(data))
+    return invalid_argument(origin + ": not a Minnow model (file identifier is not MNW1)");
+  if (size_t(fb_size) + 4 > size)
+    return invalid_argument(origin + ": truncated: header says " + std::to_string(fb_size + 4ull) + " bytes of model description, file has " + std::to_string(size));
+  flatbuffers::Verifier::Options vopts;
+  vopts.max_tables = 100000000;
+  vopts.max_depth = 64;
+  flatbuffers::Verifier verifier(data, fb_size + 4, vopts);
+  if (!fbs::VerifySizePrefixedModelBuffer(verifier))
+    return invalid_argument(origin + ": corrupt model description (FlatBuffers verification failed)");
+  const fbs::Model* fm = fbs::GetSizePrefixedModel(data);
+  if (fm->format_major() != kFormatMajor)
+    return unsupported(origin + ": format version " + std::to_string(fm->format_major()) + "." + std::to_string(fm->format_minor()) + " is not supported by this build (major " + std::to_string(kFormatMajor) + ")");
+
+  const size_t data_start = align_up(size_t(fb_size) + 4);
+  const size_t data_size = size >= data_start ? size - data_start : 0;
+
+  ir::ModelIR m;
+  m.format_major = fm->format_major();
+  m.format_minor = fm->format_minor();
+  m.producer = str(fm->producer());
+  if (fm->buffers()) {
+    if (data_size > 0 && fm->data_crc32() != crc32_of(data + data_start, data_size))
+      return invalid_argument(origin + ": data section checksum mismatch (corrupted or truncated weights)");
+    bool zero_copy = owner && reinterpret_cast<uintptr_t>(data) % kAlign == 0;
+    for (size_t i = 0; i < fm->buffers()->size(); ++i) {
+      const fbs::Buffer* fb = fm->buffers()->Get(i);
+      uint64_t off = fb->offset(), len = fb->size();
+      if (off % kAlign != 0)
+        return invalid_argument(origin + ": buffer " + std::to_string(i) + " is not 64-byte aligned");
+      if (off > data_size || len > data_size - off)
+        return invalid_argument(origin + ": buffer " + std::to_string(i) + " [" + std::to_string(off) + ", +" + std::to_string(len) + ") lies outside the data section (" + std::to_string(data_size) + " bytes): truncated file?");
+      if (zero_copy) {
+        ir::Blob blob;
+        blob.owner = owner;
+        blob.data = data + data_start + off;
+        blob.size = len;
+        m.buffers.push_back(std::move(blob));
+      } else {
+        m.buffers.push_back(ir::Blob::copy_of(data + data_start + off, len));
+      }
+    }
+  }
+
+  const fbs::Graph* fg = fm->graph();
+  m.graph.name = str(fg->name());
+  if (fg->tensors()) {
+    for (size_t i = 0; i < fg->tensors()->size(); ++i) {
+      const fbs::Tensor* ft = fg->tensors()->Get(i);
+      if (!ft) return invalid_argument(origin + ": tensor " + std::to_string(i) + " is null");
+      ir::TensorInfo t;
+      t.name = str(ft->name());
+      t.dtype = static_cast<DataType>(ft->dtype());
+      t.has_shape = ft->has_shape();
+      if (ft->shape()) {
+        if (ft->shape()->size() > kMaxRank)
+          return invalid_argument(origin + ": tensor '" + t.name + "' has rank " + std::to_string(ft->shape()->size()) + " above " + std::to_string(kMaxRank));
+        for (const fbs::Dim* d : *ft->shape()) {
+          if (!d) return invalid_argument(origin + ": tensor '" + t.name + "' has a null dim");
+          t.shape.push_back(ir::Dim{d->value(), str(d->symbol())});
+        }
+      }
+      if (ft->encodings()) {
+        for (size_t k = 0; k < ft->encodings()->size(); ++k) {
+          ir::EncodingStage st;
+          MINNOW_RETURN_IF_ERROR(read_stage(ft->encodings()->Get(k), &st, origin + ": tensor '" + t.name + "'"));
+          t.encodings.push_back(std::move(st));
+        }
+      }
+      if (const fbs::QuantParams* q = ft->quant()) {
+        t.quant.scale = vec(q->scale());
+        t.quant.zero_point = vec(q->zero_point());
+        t.quant.axis = q->axis();
+        t.quant.bits = q->bits();
+        t.quant.symmetric = q->symmetric();
+      }
+      m.graph.tensors.push_back(std::move(t));
+    }
+  }
+  if (fg->nodes()) {
+    for (size_t i = 0; i < fg->nodes()->size(); ++i) {
+      const fbs::Node* fn = fg->nodes()->Get(i);
+      if (!fn) return invalid_argument(origin + ": node " + std::to_string(i) + " is null");
+      ir::Node n;
+      n.name = str(fn->name());
+      n.domain = str(fn->domain());
+      n.op = str(fn->op());
+      n.op_version = fn->op_version();
+      n.inputs = vec(fn->inputs());
+      n.outputs = vec(fn->outputs());
+      if (fn->attributes()) {
+        for (const fbs::Attribute* fa : *fn->attributes()) {
+          if (!fa) return invalid_argument(origin + ": node '" + n.name + "' has a null attribute");
+          ir::Attribute a;
+          a.name = str(fa->name());
+          a.type = static_cast<ir::AttrType>(fa->type());
+          a.i = fa->i();
+          a.f = fa->f();
+          a.s = str(fa->s());
+          a.ints = vec(fa->ints());
+          a.floats = vec(fa->floats());
+          if (fa->strings())
+            for (const auto* s : *fa->strings()) a.strings.push_back(str(s));
+          a.tensor = fa->tensor();
+          n.attributes.push_back(std::move(a));
+        }
+      }
+      m.graph.nodes.push_back(std::move(n));
+    }
+  }
+  m.graph.inputs = vec(fg->inputs());
+  m.graph.outputs = vec(fg->outputs());
+  if (fm->metadata())
+    for (const auto* kv : *fm->metadata())
+      if (kv) m.metadata.emplace_back(str(kv->key()), str(kv->value()));
+  if (fm->compression_log())
+    for (const auto* r : *fm->compression_log()) {
+      if (!r) continue;
+      ir::CompressionRecord c;
+      c.plugin = str(r->plugin());
+      c.plugin_version = str(r->plugin_version());
+      c.parameters = str(r->parameters());
+      c.size_before = r->size_before();
+      c.size_after = r->size_after();
+      c.metric = str(r->metric());
+      c.metric_before = r->metric_before();
+      c.metric_after = r->metric_after();
+      c.timestamp = str(r->timestamp());
+      m.compression_log.push_back(std::move(c));
+    }
+  if (fm->opsets())
+    for (const auto* o : *fm->opsets())
+      if (o) m.opsets.push_back(ir::OpsetImport{str(o->domain()), o->version()});
+
+  MINNOW_RETURN_IF_ERROR(check_ir(m, origin));
+  return m;
+}
+
+}  // namespace minnow

@@ -1,0 +1,43 @@
+// PreparedModel internals shared by engine.cc and session.cc.
+#pragma once
+
+#include <minnow/engine.h>
+
+#include "node_view.h"
+#include "registry.h"
+
+#include <map>
+#include <mutex>
+
+namespace minnow {
+
+// A kernel prepared by a backend for one node; holds the backend (and so its library).
+struct PreparedKernel {
+  std::shared_ptr<BackendEntry> backend;
+  mn_kernel k{};
+  ~PreparedKernel() {
+    if (k.destroy) k.destroy(k.state);
+  }
+};
+
+// Ops the core evaluates itself while planning (their outputs are values known from
+// shapes or attributes), so they need no kernel.
+bool core_evaluated_op(const ir::Node& node);
+
+struct PreparedModel::Impl {
+  std::shared_ptr<Registry> registry;
+  std::vector<TensorState> static_states;  // shapes inferred with symbolic dims unknown
+  std::vector<std::shared_ptr<PreparedKernel>> kernels;  // per node; null: core-evaluated
+  std::vector<KernelChoice> choices;
+  BackendPolicy policy;
+  // Kernels prepared for other policies (sessions that force / forbid a backend).
+  mutable std::mutex cache_mutex;
+  mutable std::map<std::pair<int, std::string>, std::shared_ptr<PreparedKernel>> cache;
+
+  // Chooses and prepares a kernel for every node under `policy`.
+  Status select(const Model& model, const BackendPolicy& policy,
+                std::vector<std::shared_ptr<PreparedKernel>>* kernels,
+                std::vector<KernelChoice>* choices) const;
+};
+
+}  // namespace minnow

@@ -1,0 +1,426 @@
+// Session: shapes for the actual inputs, a memory plan, and sequential execution of the
+// chosen kernels on the session's oneTBB arena.
+#include <minnow/session.h>
+
+#include "log.h"
+#include "planner.h"
+#include "prepared.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <chrono>
+#include <cstring>
+
+namespace minnow {
+
+namespace {
+
+// Plan-time folding evaluates nodes whose inputs are all known values (shape arithmetic:
+// Shape -> Gather -> Concat -> Reshape) while planning, up to this many bytes of output.
+constexpr size_t kMaxFoldBytes = 64 * 1024;
+
+struct Step {
+  int node = -1;
+  std::shared_ptr<PreparedKernel> kernel;
+  std::unique_ptr<NodeView> view;  // mn_tensors with data pointers for this plan
+  double flops = 0;
+};
+
+}  // namespace
+
+struct Session::Impl {
+  std::shared_ptr<const PreparedModel> pm;
+  const Model* model = nullptr;
+  SessionOptions options;
+  std::vector<std::shared_ptr<PreparedKernel>> kernels;  // per node
+  std::vector<std::string> backend_names;                // per node
+  std::unique_ptr<tbb::task_arena> arena;
+
+  // Inputs and outputs live outside the arena so views of them stay valid.
+  std::vector<Tensor> inputs;   // per graph input
+  std::vector<bool> input_set;
+  std::vector<Tensor> outputs;  // per graph output
+
+  bool planned = false;
+  std::vector<TensorState> states;
+  std::vector<Step> steps;
+  std::shared_ptr<void> arena_mem, scratch_mem;
+  MemoryStats stats;
+  std::vector<NodeProfile> profile;
+
+  Status plan();
+  Status run();
+  Status fold(int node, std::vector<TensorState>& st);
+};
+
+namespace {
+void parallel_for_on_arena(void*, size_t n, size_t grain, mn_range_fn fn, void* user) {
+  // Called from inside arena->execute, so the work runs on this session's threads.
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, n, grain),
+                    [&](const tbb::blocked_range<size_t>& r) { fn(user, r.begin(), r.end()); });
+}
+}  // namespace
+
+static mn_run_ctx make_ctx(void* host, int threads, void* scratch, size_t scratch_size) {
+  mn_run_ctx ctx{};
+  ctx.struct_size = sizeof(mn_run_ctx);
+  ctx.host = host;
+  ctx.num_threads = threads;
+  ctx.parallel_for = &parallel_for_on_arena;
+  ctx.scratch = scratch;
+  ctx.scratch_size = scratch_size;
+  return ctx;
+}
+
+static Status run_kernel(const ir::Node& node, const PreparedKernel& pk, const mn_run_ctx& ctx,
+                         NodeView& view) {
+  mn_error err{};
+  mn_status st;
+  try {
+    st = pk.k.run(pk.k.state, &ctx, view.inputs().data(), static_cast<int32_t>(view.inputs().size()),
+                  view.outputs().data(), static_cast<int32_t>(view.outputs().size()), &err);
+  } catch (...) {  // a C plugin must not throw; a C++ one that does is caught here
+    st = MN_ERR_INTERNAL;
+    std::snprintf(err.message, sizeof err.message, "exception escaped the kernel");
+  }
+  err.message[sizeof(err.message) - 1] = 0;
+  if (st != MN_OK)
+    return Status(st == MN_ERR_OUT_OF_MEMORY ? StatusCode::kOutOfMemory : StatusCode::kInvalidArgument,
+                  node.describe() + " failed in backend '" + pk.backend->name + "' (plugin '" +
+                      pk.backend->library->name + "', kernel " + (pk.k.name ? pk.k.name : "?") + "): " +
+                      (err.message[0] ? err.message : "status " + std::to_string(st)));
+  return Status::ok();
+}
+
+// Evaluates a node whose inputs are all known, storing its outputs as plan-time values.
+Status Session::Impl::fold(int n, std::vector<TensorState>& st) {
+  const ir::Node& node = model->graph().nodes[n];
+  const auto& pk = kernels[n];
+  NodeView view(*model, n, st);
+  std::vector<std::shared_ptr<void>> owned;
+  for (size_t o = 0; o < node.outputs.size(); ++o) {
+    TensorState& ts = st[node.outputs[o]];
+    size_t bytes = static_cast<size_t>(shape_elements(ts.dims)) * dtype_size(ts.dtype);
+    owned.push_back(aligned_alloc_shared(bytes));
+    view.outputs()[o].data = owned.back().get();
+  }
+  view.refresh();
+  size_t scratch = pk->k.scratch_bytes ? pk->k.scratch_bytes(pk->k.state, view.inputs().data(), static_cast<int32_t>(view.inputs().size()),
+                                                            view.outputs().data(), static_cast<int32_t>(view.outputs().size())) : 0;
+  auto scratch_mem = aligned_alloc_shared(scratch);
+  mn_run_ctx ctx = make_ctx(this, 1, scratch_mem.get(), scratch);
+  MINNOW_RETURN_IF_ERROR(run_kernel(node, *pk, ctx, view));
+  for (size_t o = 0; o < node.outputs.size(); ++o) {
+    TensorState& ts = st[node.outputs[o]];
+    ts.owned = owned[o];
+    ts.value = owned[o].get();
+  }
+  return Status::ok();
+}
+
+Status Session::Impl::plan() {
+  const auto& g = model->graph();
+  const auto& registry = *pm->impl().registry;
+  planned = false;
+  steps.clear();
+  std::vector<TensorState> st = initial_tensor_states(*model);
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    TensorState& s = st[g.inputs[i]];
+    if (input_set[i]) {
+      s.dims = inputs[i].shape();
+      s.rank = static_cast<int>(s.dims.size());
+      s.dtype = inputs[i].dtype();
+    }
+    if (!s.shape_known())
+      return invalid_argument("input '" + g.tensors[g.inputs[i]].name + "' has shape " + shape_to_string(s.dims) + " with unknown dims: set it before running");
+  }
+  // Shapes, node by node, folding what is computable now.
+  std::vector<bool> skip(g.nodes.size(), false);
+  for (int n : model->topo_order()) {
+    const ir::Node& node = g.nodes[n];
+    MINNOW_RETURN_IF_ERROR(infer_node_shapes(registry, *model, n, st));
+    size_t out_bytes = 0;
+    for (int32_t o : node.outputs) {
+      const TensorState& ts = st[o];
+      int64_t e = shape_elements(ts.dims);
+      if (ts.rank < 0 || e < 0)
+        return invalid_argument(node.describe() + ": output '" + g.tensors[o].name + "' has unresolved shape " + shape_to_string(ts.dims));
+      if (e == -2 || uint64_t(e) > options.max_arena_bytes / std::max<size_t>(1, dtype_size(ts.dtype)))
+        return resource_exhausted(node.describe() + ": output '" + g.tensors[o].name + "' of shape " + shape_to_string(ts.dims) + " exceeds the memory limit of " + std::to_string(options.max_arena_bytes) + " bytes");
+      out_bytes += static_cast<size_t>(e) * dtype_size(ts.dtype);
+    }
+    bool all_known = true;
+    for (int32_t o : node.outputs) all_known = all_known && st[o].value != nullptr;
+    if (all_known) {
+      skip[n] = true;
+      continue;
+    }
+    if (!kernels[n])
+      return internal_error(node.describe() + ": no kernel and its value is not known at plan time");
+    bool inputs_known = true;
+    for (int32_t in : node.inputs) inputs_known = inputs_known && (in < 0 || st[in].value != nullptr);
+    if (inputs_known && !node.inputs.empty() && out_bytes <= kMaxFoldBytes) {
+      MINNOW_RETURN_IF_ERROR(fold(n, st));
+      skip[n] = true;
+    }
+  }
+
+  // Which tensors live in the arena, and where each one's lifetime ends.
+  const size_t nt = g.tensors.size();
+  std::vector<int> graph_input_slot(nt, -1), graph_output_slot(nt, -1);
+  for (size_t i = 0; i < g.inputs.size(); ++i) graph_input_slot[g.inputs[i]] = static_cast<int>(i);
+  for (size_t i = 0; i < g.outputs.size(); ++i) graph_output_slot[g.outputs[i]] = static_cast<int>(i);
+  std::vector<int> order;
+  for (int n : model->topo_order())
+    if (!skip[n]) order.push_back(n);
+  std::vector<int> request_of(nt, -1);
+  std::vector<BufferRequest> reqs;
+  std::vector<int> req_tensor;
+  for (size_t s = 0; s < order.size(); ++s)
+    for (int32_t o : g.nodes[order[s]].outputs) {
+      if (graph_output_slot[o] >= 0 || st[o].value) continue;
+      BufferRequest r;
+      r.size = static_cast<size_t>(shape_elements(st[o].dims)) * dtype_size(st[o].dtype);
+      r.first_use = r.last_use = static_cast<int>(s);
+      request_of[o] = static_cast<int>(reqs.size());
+      reqs.push_back(r);
+      req_tensor.push_back(o);
+    }
+  for (size_t s = 0; s < order.size(); ++s)
+    for (int32_t in : g.nodes[order[s]].inputs)
+      if (in >= 0 && request_of[in] >= 0) reqs[request_of[in]].last_use = std::max(reqs[request_of[in]].last_use, static_cast<int>(s));
+  for (size_t s = 0; s < order.size(); ++s) {
+    const ir::Node& node = g.nodes[order[s]];
+    const auto& pk = kernels[order[s]];
+    int ip = pk->k.inplace_input;
+    if (ip < 0 || ip >= static_cast<int>(node.inputs.size()) || node.outputs.empty()) continue;
+    int32_t in = node.inputs[ip], out = node.outputs[0];
+    if (in >= 0 && request_of[in] >= 0 && request_of[out] >= 0 && st[in].dtype == st[out].dtype)
+      reqs[request_of[out]].inplace_of = request_of[in];
+  }
+  MemoryPlan mp = plan_memory(reqs);
+  if (mp.arena_size > options.max_arena_bytes)
+    return resource_exhausted(model->origin() + ": planned arena of " + std::to_string(mp.arena_size) + " bytes exceeds the limit of " + std::to_string(options.max_arena_bytes) + " bytes");
+  arena_mem = aligned_alloc_shared(mp.arena_size);
+  uint8_t* base = static_cast<uint8_t*>(arena_mem.get());
+
+  // Outputs and inputs: own buffers.
+  outputs.clear();
+  size_t io_bytes = 0;
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    const TensorState& s = st[g.outputs[i]];
+    outputs.emplace_back(s.dtype, s.dims);
+    io_bytes += outputs.back().bytes();
+  }
+  for (size_t t = 0; t < nt; ++t) {
+    if (st[t].value) continue;
+    if (request_of[t] >= 0) st[t].value = base + mp.offsets[request_of[t]];
+    else if (graph_input_slot[t] >= 0) st[t].value = inputs[graph_input_slot[t]].raw();
+    else if (graph_output_slot[t] >= 0) st[t].value = outputs[graph_output_slot[t]].raw();
+  }
+  for (const Tensor& in : inputs) io_bytes += in.bytes();
+
+  size_t scratch = 0;
+  stats = MemoryStats{};
+  for (int n : order) {
+    Step step;
+    step.node = n;
+    step.kernel = kernels[n];
+    step.view = std::make_unique<NodeView>(*model, n, st);
+    const auto& k = step.kernel->k;
+    auto& ins = step.view->inputs();
+    auto& outs = step.view->outputs();
+    if (k.scratch_bytes)
+      scratch = std::max(scratch, k.scratch_bytes(k.state, ins.data(), static_cast<int32_t>(ins.size()), outs.data(), static_cast<int32_t>(outs.size())));
+    if (k.flops) step.flops = k.flops(k.state, ins.data(), static_cast<int32_t>(ins.size()), outs.data(), static_cast<int32_t>(outs.size()));
+    steps.push_back(std::move(step));
+  }
+  scratch_mem = aligned_alloc_shared(scratch);
+  stats.arena_bytes = mp.arena_size;
+  for (const auto& r : reqs) stats.naive_bytes += r.size;
+  stats.io_bytes = io_bytes;
+  stats.scratch_bytes = scratch;
+  for (size_t t = 0; t < nt; ++t)
+    if (const Tensor* c = model->constant(static_cast<int>(t))) stats.weight_bytes += c->bytes();
+  profile.clear();
+  for (const auto& s : steps) {
+    const ir::Node& node = g.nodes[s.node];
+    NodeProfile p;
+    p.node = s.node;
+    p.name = node.name;
+    p.op = node.op;
+    p.backend = s.kernel->backend->name;
+    p.kernel = s.kernel->k.name ? s.kernel->k.name : "?";
+    if (!node.outputs.empty()) p.output_shape = st[node.outputs[0]].dims;
+    p.flops = s.flops;
+    profile.push_back(p);
+  }
+  states = std::move(st);
+  planned = true;
+  log().debug("{}: planned {} steps, arena {} bytes (naive {}), scratch {}", model->origin(), steps.size(),
+              stats.arena_bytes, stats.naive_bytes, scratch);
+  return Status::ok();
+}
+
+Status Session::Impl::run() {
+  const auto& g = model->graph();
+  for (size_t i = 0; i < g.inputs.size(); ++i)
+    if (!input_set[i])
+      return invalid_argument("input '" + g.tensors[g.inputs[i]].name + "' was not set");
+  if (!planned) MINNOW_RETURN_IF_ERROR(plan());
+  Status result;
+  const bool prof = options.profile;
+  arena->execute([&] {
+    mn_run_ctx ctx = make_ctx(this, options.threads, scratch_mem.get(), stats.scratch_bytes);
+    for (size_t s = 0; s < steps.size(); ++s) {
+      Step& step = steps[s];
+      auto t0 = prof ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+      result = run_kernel(g.nodes[step.node], *step.kernel, ctx, *step.view);
+      if (!result) return;
+      if (prof) profile[s].ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+  });
+  MINNOW_RETURN_IF_ERROR(result);
+  // Outputs that are not written by a step (plan-time values, or a graph input).
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    const TensorState& s = states[g.outputs[i]];
+    if (s.value != outputs[i].raw() && s.value) std::memcpy(outputs[i].raw(), s.value, outputs[i].bytes());
+  }
+  return Status::ok();
+}
+
+Session::Session() : impl_(std::make_unique<Impl>()) {}
+Session::~Session() = default;
+
+Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const PreparedModel> pm,
+                                                 const SessionOptions& options) {
+  if (!pm) return invalid_argument("Session::create: null model");
+  if (options.threads < 1 || options.threads > 1024) return invalid_argument("threads must be between 1 and 1024");
+  std::unique_ptr<Session> s(new Session());
+  Impl& im = *s->impl_;
+  im.pm = pm;
+  im.model = &pm->model();
+  im.options = options;
+  const auto& pol = options.policy;
+  if (pol.force.empty() && pol.forbid.empty() && pol.node_force.empty()) {
+    im.kernels = pm->impl().kernels;
+  } else {
+    std::vector<KernelChoice> choices;
+    MINNOW_RETURN_IF_ERROR(pm->impl().select(*im.model, pol, &im.kernels, &choices));
+  }
+  im.arena = std::make_unique<tbb::task_arena>(options.threads);
+  const auto& g = im.model->graph();
+  for (int32_t in : g.inputs) {
+    const auto& info = g.tensors[in];
+    Shape shape = info.static_shape();
+    int64_t n = shape_elements(shape);
+    if (n == -2 || (n > 0 && uint64_t(n) > options.max_arena_bytes / std::max<size_t>(1, dtype_size(info.dtype))))
+      return resource_exhausted("input '" + info.name + "' of shape " + shape_to_string(shape) + " exceeds the memory limit of " + std::to_string(options.max_arena_bytes) + " bytes");
+    im.inputs.emplace_back(info.dtype, n >= 0 ? shape : Shape{0});
+    im.input_set.push_back(n >= 0);
+  }
+  // With fully known input shapes, plan now so errors show at creation.
+  bool all_known = true;
+  for (bool b : im.input_set) all_known = all_known && b;
+  if (all_known) {
+    try {
+      MINNOW_RETURN_IF_ERROR(im.plan());
+    } catch (const std::bad_alloc&) {
+      return Status(StatusCode::kOutOfMemory, im.model->origin() + ": out of memory while planning");
+    }
+  }
+  return s;
+}
+
+size_t Session::num_inputs() const { return impl_->model->graph().inputs.size(); }
+size_t Session::num_outputs() const { return impl_->model->graph().outputs.size(); }
+std::string Session::input_name(size_t i) const {
+  const auto& g = impl_->model->graph();
+  return i < g.inputs.size() ? g.tensors[g.inputs[i]].name : "";
+}
+std::string Session::output_name(size_t i) const {
+  const auto& g = impl_->model->graph();
+  return i < g.outputs.size() ? g.tensors[g.outputs[i]].name : "";
+}
+
+Status Session::set_input(const std::string& name, const Tensor& value) {
+  const auto& g = impl_->model->graph();
+  for (size_t i = 0; i < g.inputs.size(); ++i)
+    if (g.tensors[g.inputs[i]].name == name) return set_input(i, value);
+  return not_found("model has no input named '" + name + "'");
+}
+
+Status Session::set_input(size_t index, const Tensor& value) {
+  Impl& im = *impl_;
+  const auto& g = im.model->graph();
+  if (index >= g.inputs.size()) return not_found("input index " + std::to_string(index) + " out of range");
+  const auto& info = g.tensors[g.inputs[index]];
+  if (value.dtype() != info.dtype)
+    return invalid_argument("input '" + info.name + "' expects " + dtype_name(info.dtype) + ", got " + dtype_name(value.dtype()));
+  if (value.elements() < 0) return invalid_argument("input '" + info.name + "': invalid shape");
+  if (value.bytes() > im.options.max_arena_bytes)
+    return resource_exhausted("input '" + info.name + "' of shape " + shape_to_string(value.shape()) + " exceeds the memory limit");
+  if (info.has_shape) {
+    if (info.shape.size() != value.shape().size())
+      return invalid_argument("input '" + info.name + "' expects rank " + std::to_string(info.shape.size()) + ", got shape " + shape_to_string(value.shape()));
+    for (size_t d = 0; d < info.shape.size(); ++d)
+      if (info.shape[d].value >= 0 && info.shape[d].value != value.shape()[d])
+        return invalid_argument("input '" + info.name + "' expects shape " + shape_to_string(info.static_shape()) + ", got " + shape_to_string(value.shape()));
+  }
+  Tensor& slot = im.inputs[index];
+  if (slot.shape() != value.shape()) {
+    slot = Tensor(value.dtype(), value.shape());
+    im.planned = false;  // new shape: re-infer and re-plan
+  }
+  if (value.bytes()) std::memcpy(slot.raw(), value.raw(), value.bytes());
+  im.input_set[index] = true;
+  return Status::ok();
+}
+
+Status Session::run() {
+  try {
+    return impl_->run();
+  } catch (const std::bad_alloc&) {
+    impl_->planned = false;
+    return Status(StatusCode::kOutOfMemory, impl_->model->origin() + ": out of memory while planning or running");
+  }
+}
+
+Result<Tensor> Session::output(size_t index) const {
+  const Impl& im = *impl_;
+  if (index >= im.outputs.size()) return not_found("output index " + std::to_string(index) + " out of range (run first?)");
+  const Tensor& t = im.outputs[index];
+  return Tensor::view(t.dtype(), t.shape(), const_cast<void*>(t.raw()));
+}
+
+Result<Tensor> Session::output(const std::string& name) const {
+  const auto& g = impl_->model->graph();
+  for (size_t i = 0; i < g.outputs.size(); ++i)
+    if (g.tensors[g.outputs[i]].name == name) return output(i);
+  return not_found("model has no output named '" + name + "'");
+}
+
+Result<std::vector<Tensor>> Session::run(const std::vector<Tensor>& inputs) {
+  if (inputs.size() != num_inputs())
+    return invalid_argument("model takes " + std::to_string(num_inputs()) + " inputs, got " + std::to_string(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) MINNOW_RETURN_IF_ERROR(set_input(i, inputs[i]));
+  MINNOW_RETURN_IF_ERROR(run());
+  std::vector<Tensor> outs;
+  for (const Tensor& t : impl_->outputs) outs.push_back(t.clone());
+  return outs;
+}
+
+const std::vector<NodeProfile>& Session::profile() const { return impl_->profile; }
+MemoryStats Session::memory() const { return impl_->stats; }
+
+Result<Shape> Session::tensor_shape(const std::string& name) const {
+  const Impl& im = *impl_;
+  int t = im.model->graph().find_tensor(name);
+  if (t < 0) return not_found("no tensor named '" + name + "'");
+  if (!im.planned) return invalid_argument("shapes are known after the inputs are set");
+  return im.states[t].dims;
+}
+
+}  // namespace minnow

@@ -1,0 +1,2 @@
+// A shared object without the Minnow entry point.
+extern "C" __attribute__((visibility("default"))) int some_other_function(void) { return 42; }

@@ -1,0 +1,147 @@
+// Executor end to end: models built in code give the naive evaluation's outputs; batch N
+// re-infers shapes; sessions run concurrently with identical results; backend policy.
+#include <doctest/doctest.h>
+
+#include <minnow/minnow.h>
+
+#include "test_util.h"
+
+#include <thread>
+
+using namespace minnow;
+
+TEST_SUITE("executor") {
+  TEST_CASE("MLP matches the naive evaluation") {
+    auto e = test::make_engine();
+    test::Mlp mlp(11);
+    auto model = mlp.builder().build();
+    REQUIRE_MESSAGE(model.is_ok(), model.status().message());
+    auto pm = e->prepare(model.value());
+    REQUIRE_MESSAGE(pm.is_ok(), pm.status().message());
+    auto s = Session::create(pm.value()).value();
+    for (int k = 0; k < 3; ++k) {
+      Tensor x = test::random_tensor({1, 1, 784}, 100 + k);
+      auto out = s->run({x});
+      REQUIRE_MESSAGE(out.is_ok(), out.status().message());
+      auto ref = mlp.eval(x.data<float>());
+      REQUIRE(out.value()[0].shape() == Shape{1, 10});
+      for (int i = 0; i < 10; ++i) CHECK(out.value()[0].data<float>()[i] == doctest::Approx(ref[i]).epsilon(1e-4));
+    }
+    // Memory: intermediates share the arena.
+    MemoryStats m = s->memory();
+    CHECK(m.arena_bytes > 0);
+    CHECK(m.arena_bytes < m.naive_bytes);
+  }
+
+  TEST_CASE("CNN (conv groups, stride, pad, pool, broadcast add, reshape, softmax) matches") {
+    auto e = test::make_engine();
+    test::Cnn cnn(5);
+    auto pm = e->prepare(cnn.builder().build().value());
+    REQUIRE_MESSAGE(pm.is_ok(), pm.status().message());
+    for (int threads : {1, 2}) {
+      SessionOptions so;
+      so.threads = threads;
+      auto s = Session::create(pm.value(), so).value();
+      Tensor x = test::random_tensor({1, 1, 12, 12}, 77);
+      auto out = s->run({x});
+      REQUIRE_MESSAGE(out.is_ok(), out.status().message());
+      auto ref = cnn.eval(x.data<float>());
+      for (int i = 0; i < 5; ++i) CHECK(out.value()[0].data<float>()[i] == doctest::Approx(ref[i]).epsilon(1e-4));
+    }
+  }
+
+  TEST_CASE("symbolic batch: shapes re-inferred when the batch changes") {
+    auto e = test::make_engine();
+    test::Mlp mlp(12, 32, 16, 8, 4);
+    auto pm = e->prepare(mlp.builder(true).build().value()).value();
+    auto s = Session::create(pm).value();
+    for (int64_t n : {3, 1, 7}) {
+      Tensor x = test::random_tensor({n, 1, 32}, 200 + n);
+      auto out = s->run({x});
+      REQUIRE_MESSAGE(out.is_ok(), out.status().message());
+      REQUIRE(out.value()[0].shape() == Shape{n, 4});
+      for (int64_t r = 0; r < n; ++r) {
+        auto ref = mlp.eval(x.data<float>() + r * 32);
+        for (int i = 0; i < 4; ++i) CHECK(out.value()[0].data<float>()[r * 4 + i] == doctest::Approx(ref[i]).epsilon(1e-4));
+      }
+    }
+    // Wrong rank / fixed dim mismatch: clear errors.
+    CHECK(s->set_input(0, test::random_tensor({2, 32}, 1)).message().find("expects rank 3") != std::string::npos);
+    CHECK(s->set_input(0, test::random_tensor({2, 1, 31}, 1)).message().find("'input'") != std::string::npos);
+  }
+
+  TEST_CASE("two sessions on one model in parallel threads give identical outputs") {
+    auto e = test::make_engine();
+    test::Cnn cnn(9);
+    auto pm = e->prepare(cnn.builder().build().value()).value();
+    std::vector<Tensor> inputs;
+    for (int k = 0; k < 8; ++k) inputs.push_back(test::random_tensor({1, 1, 12, 12}, 500 + k));
+    auto serial = Session::create(pm).value();
+    std::vector<std::vector<float>> expected;
+    for (const auto& x : inputs) {
+      auto o = serial->run({x}).value();
+      expected.emplace_back(o[0].data<float>(), o[0].data<float>() + 5);
+    }
+    std::vector<int> mismatches(4, 0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&, t] {
+        SessionOptions so;
+        so.threads = 2;
+        auto s = Session::create(pm, so).value();
+        for (int rep = 0; rep < 50; ++rep) {
+          size_t k = (rep + t) % inputs.size();
+          auto o = s->run({inputs[k]});
+          if (!o.is_ok() || std::vector<float>(o.value()[0].data<float>(), o.value()[0].data<float>() + 5) != expected[k])
+            ++mismatches[t];
+        }
+      });
+    for (auto& th : threads) th.join();
+    for (int m : mismatches) CHECK(m == 0);
+  }
+
+  TEST_CASE("backend policy: force, forbid, and per node") {
+    auto e = test::make_engine({test::test_plugin_dir() + "/test_plugin.so"});
+    ModelBuilder b("relu");
+    b.add_input("x", DataType::kFloat32, Shape{4});
+    b.add_node("Relu", {"x"}, {"y"}, {}, "relu");
+    b.add_output("y");
+    auto model = b.build().value();
+    auto pm = e->prepare(model).value();
+    CHECK(pm->choices()[0].backend == "cpu_dense");  // cheaper bid wins
+
+    BackendPolicy forbid;
+    forbid.forbid = {"cpu_dense"};
+    CHECK(e->prepare(model, forbid).value()->choices()[0].backend == "test_backend");
+
+    SessionOptions so;
+    so.policy.node_force = {{"relu", "test_backend"}};
+    auto s = Session::create(pm, so).value();
+    CHECK(s->profile()[0].backend == "test_backend");
+    auto out = s->run({Tensor::from_vector<float>({4}, {-1, 2, -3, 4})}).value();
+    CHECK(out[0].data<float>()[0] == 0.f);
+    CHECK(out[0].data<float>()[3] == 4.f);
+
+    BackendPolicy force_missing;
+    force_missing.force = "no_such_backend";
+    auto bad = e->prepare(model, force_missing);
+    REQUIRE_FALSE(bad.is_ok());
+    CHECK(bad.status().message().find("no_such_backend") != std::string::npos);
+  }
+
+  TEST_CASE("huge declared shapes are refused before allocating") {
+    auto e = test::make_engine();
+    ModelBuilder b("huge");
+    b.add_input("x", DataType::kFloat32, Shape{1 << 20, 1 << 20});
+    b.add_node("Relu", {"x"}, {"y"});
+    b.add_node("Relu", {"y"}, {"z"});
+    b.add_output("z");
+    auto pm = e->prepare(b.build().value());
+    REQUIRE(pm.is_ok());
+    SessionOptions so;
+    so.max_arena_bytes = 1 << 20;
+    auto s = Session::create(pm.value(), so);
+    REQUIRE_FALSE(s.is_ok());
+    CHECK(s.status().message().find("exceeds the memory limit") != std::string::npos);
+  }
+}

@@ -1,0 +1,301 @@
+// The .minnow format: round trip, and corrupt files of every kind give an error naming
+// the problem, never a crash (this suite also runs under AddressSanitizer).
+#include <doctest/doctest.h>
+
+#include <minnow/minnow.h>
+
+#include "test_util.h"
+
+#include "minnow/minnow_generated.h"
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+
+using namespace minnow;
+
+namespace {
+
+std::vector<uint8_t> small_model_bytes() {
+  test::Mlp mlp(7, 16, 8, 6, 3);
+  auto bytes = mlp.builder().serialize();
+  REQUIRE(bytes.is_ok());
+  return bytes.value();
+}
+
+std::string error_of(const std::vector<uint8_t>& bytes) {
+  auto m = Model::load_memory(bytes.data(), bytes.size(), "bad.minnow");
+  return m.is_ok() ? std::string() : m.status().message();
+}
+
+}  // namespace
+
+TEST_SUITE("model_format") {
+  TEST_CASE("round trip keeps graph, attributes, metadata and constants") {
+    test::Mlp mlp(1, 16, 8, 6, 3);
+    ModelBuilder b = mlp.builder(true);
+    b.set_metadata("author", "tests");
+    b.ir().graph.nodes[1].attributes.push_back(Attr::Floats("alpha_list", {1.5f, 2.5f}));
+    b.ir().graph.nodes[1].attributes.push_back(Attr::Strings("tags", {"a", "bc"}));
+    ir::CompressionRecord rec;
+    rec.plugin = "prune";
+    rec.size_before = 100;
+    rec.size_after = 10;
+    rec.metric = "accuracy";
+    rec.metric_before = 0.9f;
+    rec.metric_after = 0.89f;
+    b.ir().compression_log.push_back(rec);
+    auto bytes = b.serialize();
+    REQUIRE(bytes.is_ok());
+    auto m = Model::load_memory(bytes.value().data(), bytes.value().size());
+    REQUIRE_MESSAGE(m.is_ok(), m.status().message());
+    const auto& g = m.value()->graph();
+    CHECK(g.nodes.size() == 6);
+    CHECK(g.tensors[g.inputs[0]].shape[0].symbol == "N");
+    CHECK(g.tensors[g.inputs[0]].shape[0].value == -1);
+    const ir::Attribute* a = g.nodes[1].attr("alpha_list");
+    REQUIRE(a);
+    CHECK(a->floats == std::vector<float>{1.5f, 2.5f});
+    CHECK(g.nodes[1].attr("tags")->strings == std::vector<std::string>{"a", "bc"});
+    CHECK(g.nodes[1].attr("transB")->i == 1);
+    CHECK(m.value()->ir().metadata.size() == 1);
+    CHECK(m.value()->ir().compression_log.at(0).size_after == 10);
+    CHECK(m.value()->ir().compression_log.at(0).metric_after == doctest::Approx(0.89));
+    const Tensor* w = m.value()->constant(g.find_tensor("w2"));
+    REQUIRE(w);
+    CHECK(test::max_abs_diff(*w, mlp.w2) == 0.f);
+    // 64-byte alignment of every buffer, in memory and in the file.
+    for (const auto& blob : m.value()->ir().buffers) CHECK(reinterpret_cast<uintptr_t>(blob.data) % 64 == 0);
+  }
+
+  TEST_CASE("file round trip through mmap, written atomically") {
+    auto bytes = small_model_bytes();
+    std::string path = "format_test_model.minnow";
+    REQUIRE(write_file_atomic(path, bytes.data(), bytes.size()).is_ok());
+    auto m = Model::load_file(path);
+    REQUIRE_MESSAGE(m.is_ok(), m.status().message());
+    CHECK(m.value()->file_size() == bytes.size());
+    std::remove(path.c_str());
+    auto missing = Model::load_file("does/not/exist.minnow");
+    REQUIRE_FALSE(missing.is_ok());
+    CHECK(missing.status().message().find("does/not/exist.minnow") != std::string::npos);
+  }
+
+  TEST_CASE("empty and tiny files") {
+    CHECK(error_of({}).find("too small") != std::string::npos);
+    CHECK(error_of(std::vector<uint8_t>(8, 0)).find("too small") != std::string::npos);
+    std::vector<uint8_t> junk(100, 0xab);
+    CHECK(error_of(junk).find("not a Minnow model") != std::string::npos);
+  }
+
+  TEST_CASE("every truncation is an error") {
+    auto bytes = small_model_bytes();
+    for (size_t len = 0; len < bytes.size(); len += (len < 512 ? 1 : 97)) {
+      std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + len);
+      std::string e = error_of(cut);
+      INFO("length " << len);
+      CHECK_FALSE(e.empty());
+      CHECK(e.find("bad.minnow") != std::string::npos);
+    }
+  }
+
+  TEST_CASE("flipped bytes never crash; the data section is checksummed") {
+    auto bytes = small_model_bytes();
+    std::mt19937 rng(123);
+    int errors = 0;
+    for (int trial = 0; trial < 3000; ++trial) {
+      auto copy = bytes;
+      int flips = 1 + trial % 4;
+      for (int k = 0; k < flips; ++k) copy[rng() % copy.size()] ^= static_cast<uint8_t>(1 + rng() % 255);
+      auto m = Model::load_memory(copy.data(), copy.size(), "flipped.minnow");
+      if (!m.is_ok()) {
+        ++errors;
+        CHECK(m.status().message().find("flipped.minnow") != std::string::npos);
+      }
+    }
+    CHECK(errors > 0);
+    // A flip inside the weights is always caught by the CRC.
+    auto copy = bytes;
+    copy[copy.size() - 5] ^= 0x40;
+    CHECK(error_of(copy).find("checksum") != std::string::npos);
+  }
+
+  TEST_CASE("out-of-range tensor index: refused by the writer and by the loader") {
+    test::Mlp mlp(2, 16, 8, 6, 3);
+    ir::ModelIR m = mlp.builder().ir();
+    m.graph.nodes[2].inputs[0] = 999;
+    auto bytes = serialize_model(m);
+    REQUIRE_FALSE(bytes.is_ok());
+    CHECK(bytes.status().message().find("out of range") != std::string::npos);
+
+    // A file written by someone else's tool, bypassing our writer: built with the raw
+    // FlatBuffers API.
+    for (int bad_index : {999, -5}) {
+      flatbuffers::FlatBufferBuilder fbb;
+      auto dims = fbb.CreateVector(std::vector<flatbuffers::Offset<fb::Dim>>{fb::CreateDim(fbb, 4)});
+      std::vector<flatbuffers::Offset<fb::Tensor>> tensors = {
+          fb::CreateTensor(fbb, fbb.CreateString("x"), fb::DataType::FLOAT32, dims),
+          fb::CreateTensor(fbb, fbb.CreateString("y"), fb::DataType::FLOAT32, dims)};
+      std::vector<flatbuffers::Offset<fb::Node>> nodes = {fb::CreateNode(
+          fbb, fbb.CreateString("relu"), fbb.CreateString(""), fbb.CreateString("Relu"), 13,
+          fbb.CreateVector(std::vector<int32_t>{bad_index}), fbb.CreateVector(std::vector<int32_t>{1}))};
+      auto graph = fb::CreateGraph(fbb, fbb.CreateString("g"), fbb.CreateVector(tensors), fbb.CreateVector(nodes),
+                                   fbb.CreateVector(std::vector<int32_t>{0}), fbb.CreateVector(std::vector<int32_t>{1}));
+      fb::FinishSizePrefixedModelBuffer(fbb, fb::CreateModel(fbb, 1, 0, 0, graph));
+      std::vector<uint8_t> file(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+      std::string e = error_of(file);
+      INFO(e);
+      CHECK(e.find("input tensor index " + std::to_string(bad_index) + " out of range") != std::string::npos);
+      CHECK(e.find("relu") != std::string::npos);
+    }
+  }
+
+  TEST_CASE("buffer smaller than its shape") {
+    test::Mlp mlp(4, 16, 8, 6, 3);
+    ir::ModelIR m = mlp.builder().ir();
+    int w = m.graph.find_tensor("w1");
+    auto& st = std::get<ir::DenseStage>(m.graph.tensors[w].encodings[0]);
+    auto& blob = m.buffers[st.buffer];
+    blob = ir::Blob::copy_of(blob.data, blob.size - 4);
+    auto bytes = serialize_model(m);
+    REQUIRE(bytes.is_ok());
+    std::string e = error_of(bytes.value());
+    CHECK(e.find("w1") != std::string::npos);
+    CHECK(e.find("bytes") != std::string::npos);
+  }
+
+  TEST_CASE("a cycle is refused") {
+    ModelBuilder b("cyclic");
+    b.add_input("x", DataType::kFloat32, Shape{2});
+    b.add_node("Add", {"x", "b"}, {"a"});
+    b.add_node("Relu", {"a"}, {"b"});
+    b.add_output("b");
+    auto m = b.build();
+    REQUIRE_FALSE(m.is_ok());
+    CHECK(m.status().message().find("cycle") != std::string::npos);
+  }
+
+  TEST_CASE("a tensor produced twice and an unproduced read are refused") {
+    ModelBuilder b("twice");
+    b.add_input("x", DataType::kFloat32, Shape{2});
+    b.add_node("Relu", {"x"}, {"y"});
+    b.add_node("Relu", {"x"}, {"y"});
+    b.add_output("y");
+    auto m = b.build();
+    REQUIRE_FALSE(m.is_ok());
+    CHECK(m.status().message().find("already produced") != std::string::npos);
+
+    ModelBuilder c("dangling");
+    c.add_input("x", DataType::kFloat32, Shape{2});
+    c.add_node("Add", {"x", "nowhere"}, {"y"});
+    c.add_output("y");
+    auto m2 = c.build();
+    REQUIRE_FALSE(m2.is_ok());
+    CHECK(m2.status().message().find("nowhere") != std::string::npos);
+  }
+}
+
+TEST_SUITE("encodings") {
+  // A 4x6 matrix stored four ways; each must decode to the same dense values.
+  const std::vector<float> kDense = {0, 0, 1, 2, 0, 0,  //
+                                     0, 0, 0, 0, 0, 0,  //
+                                     3, 4, 0, 0, 0, 0,  //
+                                     0, 0, 0, 0, 5, 6};
+
+  ir::ModelIR model_with(ir::TensorInfo t, std::vector<std::vector<uint8_t>> buffers) {
+    ir::ModelIR m;
+    for (auto& b : buffers) m.buffers.push_back(ir::Blob::copy_of(b.data(), b.size()));
+    m.graph.tensors.push_back(std::move(t));
+    return m;
+  }
+  template <class T>
+  std::vector<uint8_t> raw(const std::vector<T>& v) {
+    std::vector<uint8_t> o(v.size() * sizeof(T));
+    std::memcpy(o.data(), v.data(), o.size());
+    return o;
+  }
+  ir::TensorInfo matrix_tensor() {
+    ir::TensorInfo t;
+    t.name = "w";
+    t.shape = {{4, ""}, {6, ""}};
+    return t;
+  }
+
+  TEST_CASE("CSR with dense values") {
+    auto t = matrix_tensor();
+    ir::SparseStage s;
+    s.rows = 4; s.cols = 6; s.nnz = 6; s.row_ptr = 0; s.col_idx = 1;
+    t.encodings = {s, ir::DenseStage{2, DataType::kFloat32}};
+    auto m = model_with(t, {raw<int32_t>({0, 2, 2, 4, 6}), raw<int32_t>({2, 3, 0, 1, 4, 5}), raw<float>({1, 2, 3, 4, 5, 6})});
+    auto d = decode_constant(m, m.graph.tensors[0]);
+    REQUIRE_MESSAGE(d.is_ok(), d.status().message());
+    CHECK(std::vector<float>(d.value().data<float>(), d.value().data<float>() + 24) == kDense);
+  }
+
+  TEST_CASE("BSR 1x2 blocks with codebook values") {
+    auto t = matrix_tensor();
+    ir::SparseStage s;
+    s.format = ir::SparseFormat::kBSR;
+    s.rows = 4; s.cols = 6; s.block_rows = 1; s.block_cols = 2; s.nnz = 6; s.row_ptr = 0; s.col_idx = 1;
+    ir::CodebookStage c;
+    c.centroids = {1, 2, 3, 4, 5, 6, 0, 0};
+    c.bits = 3; c.count = 6; c.indices = 2;
+    // indices 0..5, 3 bits each, little-endian bit order
+    uint64_t packed = 0;
+    for (int k = 0; k < 6; ++k) packed |= uint64_t(k) << (3 * k);
+    std::vector<uint8_t> idx = {uint8_t(packed), uint8_t(packed >> 8), uint8_t(packed >> 16)};
+    t.encodings = {s, c};
+    auto m = model_with(t, {raw<int32_t>({0, 1, 1, 2, 3}), raw<int32_t>({1, 0, 2}), idx});
+    auto d = decode_constant(m, m.graph.tensors[0]);
+    REQUIRE_MESSAGE(d.is_ok(), d.status().message());
+    CHECK(std::vector<float>(d.value().data<float>(), d.value().data<float>() + 24) == kDense);
+  }
+
+  TEST_CASE("codebook indices Huffman coded (canonical code, MSB first)") {
+    // Symbols 0..2 over 24 elements: 0 -> '0', 1 -> '10', 2 -> '11' (lengths 1, 2, 2).
+    auto t = matrix_tensor();
+    ir::CodebookStage c;
+    c.centroids = {0.f, 1.f, 2.f};
+    c.bits = 2; c.count = 24;
+    ir::HuffmanStage h;
+    h.code_lengths = {1, 2, 2};
+    h.count = 24;
+    std::vector<int> syms(24, 0);
+    syms[2] = 1; syms[3] = 2; syms[23] = 1;
+    std::vector<uint8_t> bits;
+    uint64_t nbits = 0;
+    auto put = [&](int b) {
+      if (nbits % 8 == 0) bits.push_back(0);
+      if (b) bits.back() |= uint8_t(0x80 >> (nbits % 8));
+      ++nbits;
+    };
+    for (int s : syms) {
+      if (s == 0) put(0);
+      else { put(1); put(s == 2); }
+    }
+    h.bit_length = nbits;
+    h.bitstream = 0;
+    t.encodings = {c, h};
+    auto m = model_with(t, {bits});
+    auto d = decode_constant(m, m.graph.tensors[0]);
+    REQUIRE_MESSAGE(d.is_ok(), d.status().message());
+    for (int k = 0; k < 24; ++k) CHECK(d.value().data<float>()[k] == float(syms[k]));
+    // Truncated stream, over-subscribed code: errors.
+    m.graph.tensors[0].encodings[1] = [&] { auto h2 = h; h2.bit_length = nbits - 1; return h2; }();
+    CHECK_FALSE(decode_constant(m, m.graph.tensors[0]).is_ok());
+    m.graph.tensors[0].encodings[1] = [&] { auto h2 = h; h2.code_lengths = {1, 1, 1}; return h2; }();
+    CHECK(decode_constant(m, m.graph.tensors[0]).status().message().find("over-subscribed") != std::string::npos);
+  }
+
+  TEST_CASE("bad sparse structure is refused") {
+    auto t = matrix_tensor();
+    ir::SparseStage s;
+    s.rows = 4; s.cols = 6; s.nnz = 6; s.row_ptr = 0; s.col_idx = 1;
+    t.encodings = {s, ir::DenseStage{2, DataType::kFloat32}};
+    auto m = model_with(t, {raw<int32_t>({0, 2, 2, 4, 6}), raw<int32_t>({2, 3, 0, 1, 4, 9}), raw<float>({1, 2, 3, 4, 5, 6})});
+    CHECK(decode_constant(m, m.graph.tensors[0]).status().message().find("column index 9") != std::string::npos);
+    auto m2 = model_with(t, {raw<int32_t>({0, 2, 1, 4, 6}), raw<int32_t>({2, 3, 0, 1, 4, 5}), raw<float>({1, 2, 3, 4, 5, 6})});
+    CHECK(decode_constant(m2, m2.graph.tensors[0]).status().message().find("decreases") != std::string::npos);
+  }
+}
