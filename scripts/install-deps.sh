@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages Minnow needs, only those missing. Idempotent and quiet
+# when everything is there. Run as root, or with sudo available.
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  cmake ninja-build g++ pkg-config ccache
+  # core and plugins
+  libboost-dev libboost-filesystem-dev flatbuffers-compiler libflatbuffers-dev
+  libspdlog-dev libtbb-dev libhwy-dev libcli11-dev nlohmann-json3-dev libeigen3-dev
+  # ONNX frontend and its conformance data
+  libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
+  # tests
+  doctest-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  SUDO=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
