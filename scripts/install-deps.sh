@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   # toolchain
-  cmake ninja-build g++ pkg-config ccache
+  cmake ninja-build g++ pkg-config ccache zlib1g-dev
   # core and plugins
   libboost-dev libboost-filesystem-dev flatbuffers-compiler libflatbuffers-dev
   libspdlog-dev libtbb-dev libhwy-dev libcli11-dev nlohmann-json3-dev libeigen3-dev
@@ -13,6 +13,8 @@ PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   # tests
   doctest-dev
+  # compression end-to-end runs (60,000 training images for distill, .gz idx)
+  dataset-fashion-mnist
 )
 
 missing=()

@@ -13,6 +13,8 @@ void register_import_command(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("model", in, "Model to import")->required();
   cmd->add_option("-o,--output", out, "Output .minnow file")->required();
   cmd->add_option("--opt", opts, "Frontend option KEY=VALUE (repeatable)");
+  static std::string weights;
+  cmd->add_option("--weights", weights, "Weights file for formats that keep them apart (Caffe: the .caffemodel)");
   cmd->callback([&g] {
     auto engine = make_engine(g);
     std::vector<std::pair<std::string, std::string>> kv;
@@ -21,6 +23,7 @@ void register_import_command(CLI::App& app, GlobalOptions& g) {
       if (eq == std::string::npos) throw CliError("--opt expects KEY=VALUE, got '" + o + "'");
       kv.emplace_back(o.substr(0, eq), o.substr(eq + 1));
     }
+    if (!weights.empty()) kv.emplace_back("weights", weights);
     auto bytes = check(engine->import_model(in, kv));
     // Verify what we are about to write loads, then write atomically.
     auto model = check(Model::load_memory(bytes.data(), bytes.size(), in));

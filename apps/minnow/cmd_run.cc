@@ -49,13 +49,15 @@ void register_run_command(CLI::App& app, GlobalOptions& g) {
   static std::string backend;
   cmd->add_option("model", path, "Model file (.minnow, or any format a frontend reads)")->required();
   add_input_options(cmd, &spec);
+  static ImportSpec import_spec;
+  add_import_options(cmd, &import_spec);
   cmd->add_option("-t,--threads", threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
   cmd->add_option("-o,--output-dir", out_dir, "Save each output as <name>.npy in this folder");
   cmd->add_option("--max-values", max_values, "Values printed per output")->capture_default_str();
   cmd->add_option("--backend", backend, "Use only this backend");
   cmd->callback([&g] {
     auto engine = make_engine(g);
-    auto model = check(engine->load_model(path));
+    auto model = check(engine->load_model(path, import_options(import_spec)));
     auto inputs = load_inputs(*model, spec);
     BackendPolicy policy;
     policy.force = backend;

@@ -22,6 +22,22 @@ void add_input_options(CLI::App* cmd, InputSpec* spec) {
   cmd->add_option("--seed", spec->seed, "Seed for --random")->capture_default_str();
 }
 
+void add_import_options(CLI::App* cmd, ImportSpec* spec) {
+  cmd->add_option("--weights", spec->weights, "Weights file for formats that keep them apart (Caffe: the .caffemodel)");
+  cmd->add_option("--import-opt", spec->opts, "Frontend option KEY=VALUE when the model is not .minnow (repeatable)");
+}
+
+std::vector<std::pair<std::string, std::string>> import_options(const ImportSpec& spec) {
+  std::vector<std::pair<std::string, std::string>> kv;
+  if (!spec.weights.empty()) kv.emplace_back("weights", spec.weights);
+  for (const auto& o : spec.opts) {
+    auto eq = o.find('=');
+    if (eq == std::string::npos) throw CliError("--import-opt expects KEY=VALUE, got '" + o + "'");
+    kv.emplace_back(o.substr(0, eq), o.substr(eq + 1));
+  }
+  return kv;
+}
+
 static Shape parse_shape(const std::string& s, const std::string& what) {
   Shape out;
   std::stringstream ss(s);

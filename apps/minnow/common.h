@@ -46,6 +46,15 @@ struct InputSpec {
 void add_input_options(CLI::App* cmd, InputSpec* spec);
 std::vector<Tensor> load_inputs(const Model& model, const InputSpec& spec);
 
+// Options for models read through a frontend (not .minnow): --weights FILE (the Caffe
+// .caffemodel for a .prototxt) and --import-opt KEY=VALUE, passed to the frontend.
+struct ImportSpec {
+  std::string weights;
+  std::vector<std::string> opts;
+};
+void add_import_options(CLI::App* cmd, ImportSpec* spec);
+std::vector<std::pair<std::string, std::string>> import_options(const ImportSpec& spec);
+
 std::string human_bytes(double bytes);
 std::string json_escape(const std::string& s);
 
@@ -54,6 +63,8 @@ void register_inspect_command(CLI::App& app, GlobalOptions& g);
 void register_run_command(CLI::App& app, GlobalOptions& g);
 void register_bench_command(CLI::App& app, GlobalOptions& g);
 void register_import_command(CLI::App& app, GlobalOptions& g);
+void register_eval_command(CLI::App& app, GlobalOptions& g);
+void register_compress_command(CLI::App& app, GlobalOptions& g);
 
 }  // namespace cli
 }  // namespace minnow

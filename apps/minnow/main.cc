@@ -19,6 +19,10 @@ int main(int argc, char** argv) {
   register_run_command(app, g);
   register_bench_command(app, g);
   register_import_command(app, g);
+  register_eval_command(app, g);
+#ifdef MINNOW_HAVE_COMPRESS
+  register_compress_command(app, g);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -3,6 +3,8 @@
 #include <minnow/model_builder.h>
 
 #include <cstring>
+
+#include <zlib.h>
 #include <limits>
 
 namespace minnow {
@@ -333,6 +335,56 @@ std::vector<uint8_t> write_npy(const Tensor& t) {
   const uint8_t* p = static_cast<const uint8_t*>(t.raw());
   o.insert(o.end(), p, p + t.bytes());
   return o;
+}
+
+Result<std::vector<uint8_t>> read_maybe_gzip(const std::string& path) {
+  auto bytes = read_file(path);
+  if (!bytes || bytes.value().size() < 2 || bytes.value()[0] != 0x1f || bytes.value()[1] != 0x8b) return bytes;
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (!f) return io_error("cannot open '" + path + "'");
+  std::vector<uint8_t> out;
+  uint8_t buf[1 << 16];
+  int n;
+  while ((n = gzread(f, buf, sizeof buf)) > 0) {
+    out.insert(out.end(), buf, buf + n);
+    if (out.size() > (size_t(1) << 32)) {
+      gzclose(f);
+      return invalid_argument(path + ": decompresses to more than 4 GiB");
+    }
+  }
+  int err = 0;
+  const char* msg = gzerror(f, &err);
+  bool bad = n < 0 || (err != Z_OK && err != Z_STREAM_END);
+  std::string why = bad && msg ? msg : "";
+  gzclose(f);
+  if (bad) return invalid_argument(path + ": corrupt gzip data (" + why + ")");
+  return out;
+}
+
+namespace {
+uint32_t be32(const uint8_t* p) { return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3]; }
+}  // namespace
+
+Result<IdxImages> parse_idx_images(const uint8_t* data, size_t size, const std::string& origin) {
+  if (size >= 2 && data[0] == 0x1f && data[1] == 0x8b) return invalid_argument(origin + ": gzip-compressed; gunzip it first");
+  if (size < 16 || be32(data) != 0x00000803) return invalid_argument(origin + ": not an idx3 image file (magic 0x00000803)");
+  IdxImages im;
+  im.count = be32(data + 4);
+  im.rows = be32(data + 8);
+  im.cols = be32(data + 12);
+  uint64_t need = uint64_t(im.count) * uint64_t(im.rows) * uint64_t(im.cols);
+  if (im.rows == 0 || im.cols == 0 || need != size - 16)
+    return invalid_argument(origin + ": header says " + std::to_string(im.count) + " images of " + std::to_string(im.rows) + "x" + std::to_string(im.cols) + ", file has " + std::to_string(size - 16) + " pixel bytes");
+  im.pixels.assign(data + 16, data + size);
+  return im;
+}
+
+Result<std::vector<uint8_t>> parse_idx_labels(const uint8_t* data, size_t size, const std::string& origin) {
+  if (size >= 2 && data[0] == 0x1f && data[1] == 0x8b) return invalid_argument(origin + ": gzip-compressed; gunzip it first");
+  if (size < 8 || be32(data) != 0x00000801) return invalid_argument(origin + ": not an idx1 label file (magic 0x00000801)");
+  uint64_t n = be32(data + 4);
+  if (n != size - 8) return invalid_argument(origin + ": header says " + std::to_string(n) + " labels, file has " + std::to_string(size - 8));
+  return std::vector<uint8_t>(data + 8, data + size);
 }
 
 Result<Tensor> read_tensor_file(const std::string& path, const Shape& shape_for_raw) {
