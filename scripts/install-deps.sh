@@ -15,6 +15,8 @@ PACKAGES=(
   doctest-dev
   # compression end-to-end runs (60,000 training images for distill, .gz idx)
   dataset-fashion-mnist
+  # aarch64 cross build + qemu for the sparse kernels' Arm tests (scripts/arm64/)
+  g++-aarch64-linux-gnu qemu-user file libhwy-dev:arm64
 )
 
 missing=()
@@ -30,5 +32,9 @@ if [ "$(id -u)" -ne 0 ]; then
   SUDO=sudo
 fi
 export DEBIAN_FRONTEND=noninteractive
+# arm64 multiarch packages (":arm64") need the architecture enabled once.
+if printf '%s\n' "${missing[@]}" | grep -q ':arm64$' && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  $SUDO dpkg --add-architecture arm64
+fi
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -206,7 +206,7 @@ Result<Tensor> decode_constant(const ir::ModelIR& model, const ir::TensorInfo& t
   if (uint64_t(count) > (uint64_t(1) << 40) / dtype_size(t.dtype))
     return dec.err_status("constant too large");
   // Zero-copy for plain dense data already 64-byte aligned (an mmapped file).
-  if (t.encodings.size() == 1) {
+  if (t.encodings.size() == 1 && t.quant.empty()) {
     if (auto* d = std::get_if<ir::DenseStage>(&t.encodings[0])) {
       const ir::Blob& b = model.buffers[d->buffer];
       if (d->element_type == t.dtype && b.size == uint64_t(count) * dtype_size(t.dtype) &&
@@ -219,6 +219,36 @@ Result<Tensor> decode_constant(const ir::ModelIR& model, const ir::TensorInfo& t
   if (!s) return s.status();
   Tensor out(t.dtype, shape);
   const Stream& st = s.value();
+  if (!t.quant.empty() && t.dtype == DataType::kFloat32) {
+    // Quantized weights (transform `quantize`): the stages hold levels q (int8 / uint8, or
+    // float levels from a codebook); the value is scale * (q - zero_point), per tensor or
+    // per channel along quant.axis. Decoded here so every backend runs them as float.
+    const ir::QuantParams& q = t.quant;
+    int64_t channels = 1, inner = 1;
+    if (q.scale.size() > 1) {
+      if (q.axis < 0 || q.axis >= int(shape.size()) || shape[size_t(q.axis)] != int64_t(q.scale.size()))
+        return dec.err_status("quantization has " + std::to_string(q.scale.size()) +
+                              " scales, which does not match axis " + std::to_string(q.axis) + " of its shape");
+      channels = shape[size_t(q.axis)];
+      for (size_t k = size_t(q.axis) + 1; k < shape.size(); ++k) inner *= shape[k];
+    }
+    if (!q.zero_point.empty() && q.zero_point.size() != q.scale.size())
+      return dec.err_status("quantization zero points do not match its scales");
+    size_t es = dtype_size(st.type);
+    if (st.type != DataType::kInt8 && st.type != DataType::kUInt8 && st.type != DataType::kFloat32)
+      return dec.err_status(std::string("quantized levels stored as ") + dtype_name(st.type));
+    if (st.bytes.size() != size_t(count) * es) return dec.err_status("decoded size mismatch");
+    float* dst = out.data<float>();
+    for (int64_t k = 0; k < count; ++k) {
+      float level = st.type == DataType::kInt8    ? float(reinterpret_cast<const int8_t*>(st.bytes.data())[k])
+                    : st.type == DataType::kUInt8 ? float(st.bytes[size_t(k)])
+                                                  : reinterpret_cast<const float*>(st.bytes.data())[k];
+      size_t c = q.scale.size() > 1 ? size_t((k / inner) % channels) : 0;
+      float zp = q.zero_point.empty() ? 0.f : float(q.zero_point[c]);
+      dst[k] = q.scale[c] * (level - zp);
+    }
+    return out;
+  }
   if (st.type == t.dtype) {
     if (st.bytes.size() != out.bytes()) return dec.err_status("decoded size mismatch");
     if (!st.bytes.empty()) std::memcpy(out.raw(), st.bytes.data(), st.bytes.size());

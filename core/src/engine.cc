@@ -106,6 +106,7 @@ Status PreparedModel::Impl::select(const Model& model, const BackendPolicy& pol,
     struct Candidate {
       double cost;
       std::shared_ptr<BackendEntry> backend;
+      std::string reason;  // the winner's own words (e.g. cpu_sparse: how sparse, break-even)
     };
     std::vector<Candidate> cands;
     std::string why_not;
@@ -118,7 +119,7 @@ Status PreparedModel::Impl::select(const Model& model, const BackendPolicy& pol,
       b->table.bid(b->table.user, view.node(), &bid);
       bid.reason[sizeof(bid.reason) - 1] = 0;
       if (bid.cost >= 0) {
-        cands.push_back({bid.cost, b});
+        cands.push_back({bid.cost, b, bid.reason});
       } else {
         why_not += (why_not.empty() ? "" : "; ") + b->name + ": " + (bid.reason[0] ? bid.reason : "declined");
       }
@@ -168,6 +169,7 @@ Status PreparedModel::Impl::select(const Model& model, const BackendPolicy& pol,
       choice.kernel = pk->k.name ? pk->k.name : "?";
       choice.cost = c.cost;
       choice.reason = cands.size() > 1 ? "lowest cost of " + std::to_string(cands.size()) + " bids" : "only bid";
+      if (!c.reason.empty()) choice.reason = c.reason + "; " + choice.reason;
       if (!why_not.empty()) choice.reason += " (" + why_not + ")";
       break;
     }

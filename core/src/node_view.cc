@@ -85,6 +85,12 @@ NodeView::NodeView(const Model& model, int node_index, const std::vector<TensorS
     fill_mn_tensor(g.tensors[a.tensor], st, &t);
     ctx_.tensor_attrs.emplace_back(a.name, t);
   }
+  for (const auto& a : n.attributes) {
+    if (a.type != ir::AttrType::kStrings) continue;
+    std::vector<const char*> list;
+    for (const auto& str : a.strings) list.push_back(str.c_str());
+    ctx_.string_lists.emplace_back(a.name, std::move(list));
+  }
   node_.struct_size = sizeof(mn_node);
   node_.name = n.name.c_str();
   node_.domain = n.domain.c_str();
@@ -144,6 +150,16 @@ NodeView::NodeView(const Model& model, int node_index, const std::vector<TensorS
     const auto* c = static_cast<const AttrCtx*>(ctx);
     if (i < 0 || static_cast<size_t>(i) >= c->node->attributes.size()) return nullptr;
     return c->node->attributes[i].name.c_str();
+  };
+  node_.attr_strings = [](const void* ctx, const char* name, const char* const** out, size_t* count) -> int {
+    const auto* c = static_cast<const AttrCtx*>(ctx);
+    for (const auto& sl : c->string_lists)
+      if (sl.first == (name ? name : "")) {
+        if (out) *out = sl.second.data();
+        if (count) *count = sl.second.size();
+        return 1;
+      }
+    return 0;
   };
   refresh();
 }

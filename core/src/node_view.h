@@ -50,6 +50,8 @@ class NodeView {
     const ir::Node* node;
     const Model* model;
     std::vector<std::pair<std::string, mn_tensor>> tensor_attrs;
+    // C string arrays of STRINGS attributes (pointing into the IR's strings).
+    std::vector<std::pair<std::string, std::vector<const char*>>> string_lists;
   };
 
  private:

@@ -20,6 +20,8 @@ namespace {
 // Plan-time folding evaluates nodes whose inputs are all known values (shape arithmetic:
 // Shape -> Gather -> Concat -> Reshape) while planning, up to this many bytes of output.
 constexpr size_t kMaxFoldBytes = 64 * 1024;
+// Integer graph inputs up to this many elements are treated as known values at plan time.
+constexpr int64_t kMaxValueInputElements = 2 * MN_MAX_RANK;
 
 struct Step {
   int node = -1;
@@ -41,6 +43,18 @@ struct Session::Impl {
   // Inputs and outputs live outside the arena so views of them stay valid.
   std::vector<Tensor> inputs;   // per graph input
   std::vector<bool> input_set;
+  // Small integer inputs (shapes, axes, pads, K ...) whose values the last plan used:
+  // a new value there re-plans, since shapes may depend on it.
+  std::vector<bool> input_value_planned;
+  std::vector<bool> input_value_given;  // set_input was called
+  // Small integer tensors, and small float32 vectors / scalars (Resize scales, Range
+  // bounds), may decide shapes.
+  bool shape_like(size_t i) const {
+    DataType t = inputs[i].dtype();
+    if (inputs[i].elements() > kMaxValueInputElements) return false;
+    return t == DataType::kInt64 || t == DataType::kInt32 ||
+           (t == DataType::kFloat32 && inputs[i].shape().size() <= 1);
+  }
   std::vector<Tensor> outputs;  // per graph output
 
   bool planned = false;
@@ -50,7 +64,10 @@ struct Session::Impl {
   MemoryStats stats;
   std::vector<NodeProfile> profile;
 
+  // Plans without input values first; if shapes stay unresolved and shape-like inputs
+  // were given, plans again with their values known (and re-plans when they change).
   Status plan();
+  Status plan_with(bool use_values);
   Status run();
   Status fold(int node, std::vector<TensorState>& st);
 };
@@ -121,6 +138,14 @@ Status Session::Impl::fold(int n, std::vector<TensorState>& st) {
 }
 
 Status Session::Impl::plan() {
+  Status first = plan_with(false);
+  if (first) return first;
+  bool retry = false;
+  for (size_t i = 0; i < inputs.size(); ++i) retry = retry || (shape_like(i) && input_value_given[i]);
+  return retry ? plan_with(true) : first;
+}
+
+Status Session::Impl::plan_with(bool use_values) {
   const auto& g = model->graph();
   const auto& registry = *pm->impl().registry;
   planned = false;
@@ -132,6 +157,11 @@ Status Session::Impl::plan() {
       s.dims = inputs[i].shape();
       s.rank = static_cast<int>(s.dims.size());
       s.dtype = inputs[i].dtype();
+      // Shape-like inputs (see shape_like) are known values while planning, so
+      // data-dependent shapes (Reshape, Slice, Expand ... fed by a graph input) resolve.
+      const bool use_value = use_values && shape_like(i) && input_value_given[i];
+      if (use_value) s.value = inputs[i].raw();
+      input_value_planned[i] = use_value;
     }
     if (!s.shape_known())
       return invalid_argument("input '" + g.tensors[g.inputs[i]].name + "' has shape " + shape_to_string(s.dims) + " with unknown dims: set it before running");
@@ -320,13 +350,18 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const PreparedM
       return resource_exhausted("input '" + info.name + "' of shape " + shape_to_string(shape) + " exceeds the memory limit of " + std::to_string(options.max_arena_bytes) + " bytes");
     im.inputs.emplace_back(info.dtype, n >= 0 ? shape : Shape{0});
     im.input_set.push_back(n >= 0);
+    im.input_value_given.push_back(false);
+    im.input_value_planned.push_back(false);
   }
-  // With fully known input shapes, plan now so errors show at creation.
-  bool all_known = true;
+  // With fully known input shapes, plan now so errors show at creation (unless a
+  // shape-like input's value may decide shapes: then a failure waits for the value).
+  bool all_known = true, value_inputs = false;
   for (bool b : im.input_set) all_known = all_known && b;
+  for (size_t i = 0; i < im.inputs.size(); ++i) value_inputs = value_inputs || im.shape_like(i);
   if (all_known) {
     try {
-      MINNOW_RETURN_IF_ERROR(im.plan());
+      Status st = im.plan();
+      if (!st && !value_inputs) return st;
     } catch (const std::bad_alloc&) {
       return Status(StatusCode::kOutOfMemory, im.model->origin() + ": out of memory while planning");
     }
@@ -374,8 +409,11 @@ Status Session::set_input(size_t index, const Tensor& value) {
     slot = Tensor(value.dtype(), value.shape());
     im.planned = false;  // new shape: re-infer and re-plan
   }
+  if (im.input_value_planned[index] && value.bytes() && std::memcmp(slot.raw(), value.raw(), value.bytes()) != 0)
+    im.planned = false;  // the plan used this input's value (shape-like input)
   if (value.bytes()) std::memcpy(slot.raw(), value.raw(), value.bytes());
   im.input_set[index] = true;
+  im.input_value_given[index] = true;
   return Status::ok();
 }
 

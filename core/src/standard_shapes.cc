@@ -9,6 +9,7 @@
 #include <minnow/plugin.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <numeric>
 
@@ -286,7 +287,15 @@ void reshape(const Node& n, const mn_shape_ctx* ctx) {
 void flatten(const Node& n, const mn_shape_ctx* ctx) {
   require_rank(n, 0, 0);
   TensorRef x = n.input(0);
-  int64_t axis = norm_axis(n, n.attr_int("axis", 1), x.rank() + 1);
+  if (x.rank() < 0) {
+    out(ctx, 0, x.dtype(), {-1, -1});
+    return;
+  }
+  // axis lies in [-r, r]; a negative axis counts from the rank r (not r + 1).
+  int64_t axis = n.attr_int("axis", 1);
+  if (axis < -x.rank() || axis > x.rank())
+    n.fail("axis " + std::to_string(axis) + " out of range for rank " + std::to_string(x.rank()));
+  if (axis < 0) axis += x.rank();
   int64_t a = 1, b = 1;
   for (int i = 0; i < x.rank(); ++i) {
     int64_t& p = i < axis ? a : b;
@@ -329,6 +338,11 @@ void concat(const Node& n, const mn_shape_ctx* ctx) {
 void transpose(const Node& n, const mn_shape_ctx* ctx) {
   TensorRef x = n.input(0);
   Dims perm = n.attr_ints("perm");
+  if (x.rank() < 0) {
+    if (perm.empty()) ctx->set_output(ctx->host, 0, x.dtype(), -1, nullptr);
+    else out(ctx, 0, x.dtype(), Dims(perm.size(), -1));
+    return;
+  }
   if (perm.empty())
     for (int i = x.rank() - 1; i >= 0; --i) perm.push_back(i);
   if (static_cast<int>(perm.size()) != x.rank()) n.fail("perm has the wrong length");
@@ -347,7 +361,11 @@ void squeeze(const Node& n, const mn_shape_ctx* ctx) {
   TensorRef x = n.input(0);
   Dims axes;
   bool have = n.op_version() >= 13 ? int_values(n, 1, &axes) : (axes = n.attr_ints("axes"), true);
-  if (n.op_version() >= 13 && n.has_input(1) && !have) n.fail("axes must be a constant");
+  if ((n.op_version() >= 13 && n.has_input(1) && !have) || x.rank() < 0) {
+    // Axes known only at run time (planning resolves them): rank unknown until then.
+    ctx->set_output(ctx->host, 0, x.dtype(), -1, nullptr);
+    return;
+  }
   std::vector<bool> drop(x.rank(), false);
   if (axes.empty()) {
     for (int i = 0; i < x.rank(); ++i) drop[i] = x.dim(i) == 1;
@@ -368,9 +386,21 @@ void unsqueeze(const Node& n, const mn_shape_ctx* ctx) {
   TensorRef x = n.input(0);
   Dims axes;
   if (n.op_version() >= 13) {
-    if (!int_values(n, 1, &axes)) n.fail("axes must be a constant");
+    if (!n.has_input(1)) n.fail("axes input is missing");
+    if (!int_values(n, 1, &axes)) {
+      TensorRef a = n.input(1);
+      if (x.rank() >= 0 && a.rank() == 1 && a.dim(0) >= 0)
+        out(ctx, 0, x.dtype(), Dims(static_cast<size_t>(x.rank() + a.dim(0)), -1));
+      else
+        ctx->set_output(ctx->host, 0, x.dtype(), -1, nullptr);
+      return;
+    }
   } else {
     axes = n.attr_ints("axes");
+  }
+  if (x.rank() < 0) {
+    ctx->set_output(ctx->host, 0, x.dtype(), -1, nullptr);
+    return;
   }
   int64_t r = x.rank() + static_cast<int64_t>(axes.size());
   std::vector<bool> ins(static_cast<size_t>(r), false);
@@ -417,6 +447,480 @@ void batchnorm(const Node& n, const mn_shape_ctx* ctx) {
   require_rank(n, 0, 2);
   for (int i = 1; i <= 4; ++i) require_rank(n, i, 1, 1);
   same_as_input0(n, ctx);
+}
+
+
+// ---- ONNX ops of issue 3 ----------------------------------------------------------
+// Outputs of unknown rank (everything unknown until the session plans with real values).
+void unknown_outputs(const Node& n, const mn_shape_ctx* ctx, int32_t dtype) {
+  for (int i = 0; i < n.num_outputs(); ++i) ctx->set_output(ctx->host, i, dtype, -1, nullptr);
+}
+
+// ONNX TensorProto element type (Cast 'to', ...) -> mn_dtype; 0 if not representable.
+int32_t onnx_elem_type(int64_t t) {
+  switch (t) {
+    case 1: return MN_F32;   case 2: return MN_U8;    case 3: return MN_I8;    case 4: return MN_U16;
+    case 5: return MN_I16;   case 6: return MN_I32;   case 7: return MN_I64;   case 9: return MN_BOOL;
+    case 10: return MN_F16;  case 11: return MN_F64;  case 12: return MN_U32;  case 13: return MN_U64;
+    case 16: return MN_BF16;
+    default: return 0;
+  }
+}
+
+int64_t mul_dim(int64_t a, int64_t b) { return (a < 0 || b < 0) ? -1 : a * b; }
+
+void conv_transpose(const Node& n, const mn_shape_ctx* ctx) {
+  require_rank(n, 0, 3, 5);
+  require_rank(n, 1, 3, 5);
+  TensorRef x = n.input(0), w = n.input(1);
+  if (x.rank() < 0 || w.rank() < 0) return unknown_outputs(n, ctx, x.dtype());
+  if (x.rank() != w.rank()) n.fail("input and weight ranks differ");
+  const size_t s = static_cast<size_t>(x.rank() - 2);
+  Dims xs = x.shape(), ws = w.shape();
+  int64_t group = n.attr_int("group", 1);
+  if (group <= 0) n.fail("group must be positive");
+  if (xs[1] >= 0 && ws[0] >= 0 && xs[1] != ws[0])
+    n.fail("input has " + std::to_string(xs[1]) + " channels, weight expects " + std::to_string(ws[0]));
+  Dims kernel = n.attr_ints("kernel_shape", Dims(ws.begin() + 2, ws.end()));
+  Dims strides = n.attr_ints("strides", Dims(s, 1));
+  Dims dil = n.attr_ints("dilations", Dims(s, 1));
+  Dims pads = n.attr_ints("pads", Dims(2 * s, 0));
+  Dims out_pad = n.attr_ints("output_padding", Dims(s, 0));
+  Dims out_shape = n.attr_ints("output_shape");
+  std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
+  if (kernel.size() != s || strides.size() != s || dil.size() != s || pads.size() != 2 * s || out_pad.size() != s)
+    n.fail("kernel_shape / strides / dilations / pads / output_padding do not match " + std::to_string(s) + " spatial dims");
+  if (!out_shape.empty() && out_shape.size() != s && out_shape.size() != s + 2)
+    n.fail("output_shape must have one entry per spatial dim");
+  Dims o{xs[0], mul_dim(ws[1], group)};
+  for (size_t i = 0; i < s; ++i) {
+    if (!out_shape.empty()) {
+      o.push_back(out_shape[out_shape.size() - s + i]);
+    } else if (xs[i + 2] < 0) {
+      o.push_back(-1);
+    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      o.push_back(xs[i + 2] * strides[i]);
+    } else {
+      int64_t pad = auto_pad == "VALID" ? 0 : pads[i] + pads[i + s];
+      int64_t v = strides[i] * (xs[i + 2] - 1) + out_pad[i] + (kernel[i] - 1) * dil[i] + 1 - pad;
+      if (v < 0) n.fail("output size is negative");
+      o.push_back(v);
+    }
+  }
+  out(ctx, 0, x.dtype(), o);
+}
+
+void split(const Node& n, const mn_shape_ctx* ctx) {
+  TensorRef x = n.input(0);
+  if (x.rank() < 0) return unknown_outputs(n, ctx, x.dtype());
+  const int64_t axis = norm_axis(n, n.attr_int("axis", 0), x.rank());
+  const int64_t d = x.dim(static_cast<int>(axis));
+  const int64_t k = n.num_outputs();
+  Dims sizes;
+  bool known = true;
+  if (n.op_version() >= 13) {
+    if (n.has_input(1)) known = int_values(n, 1, &sizes);
+  } else {
+    sizes = n.attr_ints("split");
+  }
+  if (known && sizes.empty()) {
+    if (d < 0) {
+      known = false;
+    } else if (n.op_version() >= 18 && n.has_attr("num_outputs")) {
+      int64_t chunk = (d + k - 1) / k;
+      for (int64_t i = 0; i < k; ++i) sizes.push_back(std::max<int64_t>(0, std::min(chunk, d - i * chunk)));
+    } else {
+      if (d % k != 0) n.fail("dimension " + std::to_string(d) + " does not split evenly into " + std::to_string(k) + " outputs");
+      sizes.assign(static_cast<size_t>(k), d / k);
+    }
+  }
+  if (known) {
+    if (static_cast<int64_t>(sizes.size()) != k) n.fail("split has " + std::to_string(sizes.size()) + " entries for " + std::to_string(k) + " outputs");
+    int64_t sum = 0;
+    for (int64_t v : sizes) {
+      if (v < 0) n.fail("negative split size");
+      sum += v;
+    }
+    if (d >= 0 && sum != d) n.fail("split sizes sum to " + std::to_string(sum) + ", dimension is " + std::to_string(d));
+  }
+  for (int64_t i = 0; i < k; ++i) {
+    Dims o = x.shape();
+    o[axis] = known ? sizes[i] : -1;
+    out(ctx, static_cast<int>(i), x.dtype(), o);
+  }
+}
+
+void slice(const Node& n, const mn_shape_ctx* ctx) {
+  TensorRef x = n.input(0);
+  if (x.rank() < 0) return unknown_outputs(n, ctx, x.dtype());
+  const int64_t r = x.rank();
+  Dims starts, ends, axes, steps;
+  bool known = true;
+  if (n.op_version() < 10) {
+    starts = n.attr_ints("starts");
+    ends = n.attr_ints("ends");
+    axes = n.attr_ints("axes");
+  } else {
+    known = int_values(n, 1, &starts) && int_values(n, 2, &ends);
+    if (n.has_input(3) && !int_values(n, 3, &axes)) {
+      out(ctx, 0, x.dtype(), Dims(static_cast<size_t>(r), -1));
+      return;
+    }
+    if (n.has_input(4) && !int_values(n, 4, &steps)) known = false;
+  }
+  if (axes.empty()) {
+    size_t cnt = known ? starts.size() : 0;
+    if (!known) {
+      // Without axes, starts' length says which leading axes change.
+      TensorRef st = n.input(1);
+      if (st.rank() != 1 || st.dim(0) < 0) {
+        out(ctx, 0, x.dtype(), Dims(static_cast<size_t>(r), -1));
+        return;
+      }
+      cnt = static_cast<size_t>(st.dim(0));
+    }
+    for (size_t i = 0; i < cnt; ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  Dims o = x.shape();
+  if (!known) {
+    for (int64_t a : axes) o[norm_axis(n, a, r)] = -1;
+    out(ctx, 0, x.dtype(), o);
+    return;
+  }
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (starts.size() != ends.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    n.fail("starts, ends, axes and steps differ in length");
+  std::vector<bool> seen(static_cast<size_t>(r), false);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t a = norm_axis(n, axes[i], r);
+    if (seen[a]) n.fail("axis " + std::to_string(axes[i]) + " repeats");
+    seen[a] = true;
+    int64_t d = o[a], st = steps[i];
+    if (st == 0) n.fail("step is 0");
+    if (d < 0) continue;
+    int64_t b = starts[i], e = ends[i];
+    if (b < 0) b += d;
+    if (e < 0) e += d;
+    if (st > 0) {
+      b = std::clamp<int64_t>(b, 0, d);
+      e = std::clamp<int64_t>(e, 0, d);
+      o[a] = e > b ? (e - b + st - 1) / st : 0;
+    } else {
+      b = std::clamp<int64_t>(b, 0, d - 1);
+      e = std::clamp<int64_t>(e, -1, d - 1);
+      o[a] = b > e ? (b - e - st - 1) / -st : 0;
+    }
+  }
+  out(ctx, 0, x.dtype(), o);
+}
+
+void gather(const Node& n, const mn_shape_ctx* ctx) {
+  TensorRef x = n.input(0), idx = n.input(1);
+  if (!idx.present()) n.fail("indices input is missing");
+  if (idx.dtype() != MN_I64 && idx.dtype() != MN_I32) n.fail("indices must be int64 or int32");
+  if (x.rank() < 0 || idx.rank() < 0) return unknown_outputs(n, ctx, x.dtype());
+  if (x.rank() < 1) n.fail("data must have rank >= 1");
+  int64_t axis = norm_axis(n, n.attr_int("axis", 0), x.rank());
+  Dims xs = x.shape(), o(xs.begin(), xs.begin() + axis), is = idx.shape();
+  o.insert(o.end(), is.begin(), is.end());
+  o.insert(o.end(), xs.begin() + axis + 1, xs.end());
+  if (o.size() > MN_MAX_RANK) n.fail("output rank above " + std::to_string(MN_MAX_RANK));
+  out(ctx, 0, x.dtype(), o);
+  // Index checks where both are known (a bad index is an error, not a silent read).
+  Dims iv;
+  int64_t d = xs[axis];
+  if (d >= 0 && int_values(n, 1, &iv))
+    for (int64_t v : iv)
+      if (v < -d || v >= d) n.fail("index " + std::to_string(v) + " out of range for a dimension of " + std::to_string(d));
+}
+
+void expand(const Node& n, const mn_shape_ctx* ctx) {
+  TensorRef x = n.input(0), s = n.input(1);
+  Dims target;
+  if (x.rank() < 0) return unknown_outputs(n, ctx, x.dtype());
+  if (!int_values(n, 1, &target)) {
+    if (s.rank() == 1 && s.dim(0) >= 0)
+      out(ctx, 0, x.dtype(), Dims(static_cast<size_t>(std::max<int64_t>(s.dim(0), x.rank())), -1));
+    else
+      unknown_outputs(n, ctx, x.dtype());
+    return;
+  }
+  const size_t r = std::max(target.size(), static_cast<size_t>(x.rank()));
+  Dims o(r, 1);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t a = i + x.rank() >= r ? x.dim(static_cast<int>(i + x.rank() - r)) : 1;
+    int64_t b = i + target.size() >= r ? target[i + target.size() - r] : 1;
+    if (b < 0) n.fail("shape has a negative dimension");
+    if (a == 1) o[i] = b;
+    else if (b == 1 || a == b) o[i] = a;
+    else if (a < 0) o[i] = b;
+    else n.fail("cannot expand dimension " + std::to_string(a) + " to " + std::to_string(b));
+  }
+  out(ctx, 0, x.dtype(), o);
+}
+
+void constant_of_shape(const Node& n, const mn_shape_ctx* ctx) {
+  const mn_tensor* v = n.attr_tensor("value");
+  int32_t dtype = v ? v->dtype : MN_F32;
+  if (v && TensorRef{v}.elements() != 1) n.fail("value must hold one element");
+  Dims s;
+  if (!int_values(n, 0, &s)) {
+    TensorRef in = n.input(0);
+    if (in.rank() == 1 && in.dim(0) >= 0) out(ctx, 0, dtype, Dims(static_cast<size_t>(in.dim(0)), -1));
+    else unknown_outputs(n, ctx, dtype);
+    return;
+  }
+  for (int64_t d : s)
+    if (d < 0) n.fail("negative dimension " + std::to_string(d));
+  out(ctx, 0, dtype, s);
+}
+
+void pad(const Node& n, const mn_shape_ctx* ctx) {
+  TensorRef x = n.input(0);
+  if (x.rank() < 0) return unknown_outputs(n, ctx, x.dtype());
+  const int64_t r = x.rank();
+  Dims pads, axes;
+  if (n.op_version() < 11) {
+    pads = n.attr_ints("pads");
+  } else if (!int_values(n, 1, &pads)) {
+    out(ctx, 0, x.dtype(), Dims(static_cast<size_t>(r), -1));
+    return;
+  }
+  if (n.op_version() >= 18 && n.has_input(3)) {
+    if (!int_values(n, 3, &axes)) {
+      out(ctx, 0, x.dtype(), Dims(static_cast<size_t>(r), -1));
+      return;
+    }
+  } else {
+    for (int64_t i = 0; i < r; ++i) axes.push_back(i);
+  }
+  if (pads.size() != 2 * axes.size())
+    n.fail("pads has " + std::to_string(pads.size()) + " entries, expected " + std::to_string(2 * axes.size()));
+  Dims o = x.shape();
+  const size_t k = axes.size();
+  for (size_t i = 0; i < k; ++i) {
+    int64_t a = norm_axis(n, axes[i], r);
+    if (o[a] < 0) continue;
+    o[a] += pads[i] + pads[i + k];
+    if (o[a] < 0) n.fail("padding makes dimension " + std::to_string(a) + " negative");
+  }
+  out(ctx, 0, x.dtype(), o);
+}
+
+// Resize-10: (X, scales); Resize-11/13: (X, roi, scales, sizes).
+void resize(const Node& n, const mn_shape_ctx* ctx) {
+  TensorRef x = n.input(0);
+  if (x.rank() < 0) return unknown_outputs(n, ctx, x.dtype());
+  const int64_t r = x.rank();
+  Dims sizes;
+  const int scales_in = n.op_version() < 11 ? 1 : 2;
+  if (n.op_version() >= 11 && n.has_input(3) && n.input(3).elements() > 0) {
+    if (!int_values(n, 3, &sizes)) {
+      out(ctx, 0, x.dtype(), Dims(static_cast<size_t>(r), -1));
+      return;
+    }
+    if (static_cast<int64_t>(sizes.size()) != r) n.fail("sizes must have one entry per dimension");
+    for (int64_t v : sizes)
+      if (v < 0) n.fail("negative size");
+    out(ctx, 0, x.dtype(), sizes);
+    return;
+  }
+  TensorRef sc = n.input(scales_in);
+  if (!sc.present()) n.fail("either scales or sizes must be given");
+  if (sc.dtype() != MN_F32) n.fail("scales must be float32");
+  if (!sc.t->data || !sc.shape_known()) {
+    out(ctx, 0, x.dtype(), Dims(static_cast<size_t>(r), -1));
+    return;
+  }
+  if (sc.elements() != r) n.fail("scales must have one entry per dimension");
+  Dims o = x.shape();
+  for (int64_t i = 0; i < r; ++i) {
+    float f = sc.data<float>()[i];
+    if (!(f > 0)) n.fail("scales must be positive");
+    if (o[i] >= 0) o[i] = static_cast<int64_t>(std::floor(static_cast<double>(o[i]) * static_cast<double>(f)));
+  }
+  out(ctx, 0, x.dtype(), o);
+}
+
+// Reductions: axes as an attribute, or as input 1 (ReduceSum from 13, the others from 18).
+void reduce(const Node& n, const mn_shape_ctx* ctx) {
+  TensorRef x = n.input(0);
+  int32_t dtype = x.dtype();
+  if (x.rank() < 0) return unknown_outputs(n, ctx, dtype);
+  const int64_t r = x.rank();
+  const bool keep = n.attr_int("keepdims", 1) != 0;
+  const bool axes_input = (n.op() == "ReduceSum" && n.op_version() >= 13) || n.op_version() >= 18;
+  Dims axes;
+  if (axes_input) {
+    if (n.has_input(1) && !int_values(n, 1, &axes)) {
+      if (keep) out(ctx, 0, dtype, Dims(static_cast<size_t>(r), -1));
+      else unknown_outputs(n, ctx, dtype);
+      return;
+    }
+    if (axes.empty() && n.attr_int("noop_with_empty_axes", 0) != 0) {
+      out(ctx, 0, dtype, x.shape());
+      return;
+    }
+  } else {
+    axes = n.attr_ints("axes");
+  }
+  std::vector<bool> red(static_cast<size_t>(r), axes.empty());
+  for (int64_t a : axes) red[norm_axis(n, a, r)] = true;
+  Dims o;
+  for (int64_t i = 0; i < r; ++i) {
+    if (!red[i]) o.push_back(x.dim(static_cast<int>(i)));
+    else if (keep) o.push_back(1);
+  }
+  out(ctx, 0, dtype, o);
+}
+
+void arg_reduce(const Node& n, const mn_shape_ctx* ctx) {
+  TensorRef x = n.input(0);
+  if (x.rank() < 0) return unknown_outputs(n, ctx, MN_I64);
+  if (x.rank() < 1) n.fail("input must have rank >= 1");
+  int64_t axis = norm_axis(n, n.attr_int("axis", 0), x.rank());
+  Dims o = x.shape();
+  if (n.attr_int("keepdims", 1)) o[axis] = 1;
+  else o.erase(o.begin() + axis);
+  out(ctx, 0, MN_I64, o);
+}
+
+void cast(const Node& n, const mn_shape_ctx* ctx) {
+  int32_t to = onnx_elem_type(n.attr_int("to", 0));
+  if (!to) n.fail("unsupported target type " + std::to_string(n.attr_int("to", 0)));
+  TensorRef x = n.input(0);
+  if (x.rank() < 0) return unknown_outputs(n, ctx, to);
+  out(ctx, 0, to, x.shape());
+}
+
+void tile(const Node& n, const mn_shape_ctx* ctx) {
+  TensorRef x = n.input(0);
+  if (x.rank() < 0) return unknown_outputs(n, ctx, x.dtype());
+  Dims rep;
+  if (!int_values(n, 1, &rep)) {
+    out(ctx, 0, x.dtype(), Dims(static_cast<size_t>(x.rank()), -1));
+    return;
+  }
+  if (static_cast<int>(rep.size()) != x.rank()) n.fail("repeats must have one entry per dimension");
+  Dims o = x.shape();
+  for (size_t i = 0; i < o.size(); ++i) {
+    if (rep[i] < 0) n.fail("negative repeat");
+    o[i] = mul_dim(o[i], rep[i]);
+  }
+  out(ctx, 0, x.dtype(), o);
+}
+
+void topk(const Node& n, const mn_shape_ctx* ctx) {
+  TensorRef x = n.input(0);
+  if (x.rank() < 0) {
+    ctx->set_output(ctx->host, 0, x.dtype(), -1, nullptr);
+    if (n.num_outputs() > 1) ctx->set_output(ctx->host, 1, MN_I64, -1, nullptr);
+    return;
+  }
+  int64_t axis = norm_axis(n, n.attr_int("axis", -1), x.rank());
+  int64_t k = -1;
+  if (n.op_version() < 10) {
+    k = n.attr_int("k", -1);
+  } else {
+    Dims kv;
+    if (int_values(n, 1, &kv)) {
+      if (kv.size() != 1) n.fail("K must hold one value");
+      k = kv[0];
+    }
+  }
+  int64_t d = x.dim(static_cast<int>(axis));
+  if (k >= 0 && d >= 0 && k > d) n.fail("K = " + std::to_string(k) + " exceeds the axis size " + std::to_string(d));
+  Dims o = x.shape();
+  o[axis] = k;
+  out(ctx, 0, x.dtype(), o);
+  if (n.num_outputs() > 1) out(ctx, 1, MN_I64, o);
+}
+
+void depth_to_space(const Node& n, const mn_shape_ctx* ctx) {
+  require_rank(n, 0, 4, 4);
+  TensorRef x = n.input(0);
+  if (x.rank() < 0) return unknown_outputs(n, ctx, x.dtype());
+  int64_t b = n.attr_int("blocksize", 0);
+  if (b <= 0) n.fail("blocksize must be positive");
+  int64_t c = x.dim(1);
+  if (c >= 0 && c % (b * b) != 0) n.fail("channels " + std::to_string(c) + " not divisible by blocksize^2");
+  out(ctx, 0, x.dtype(), {x.dim(0), c < 0 ? -1 : c / (b * b), mul_dim(x.dim(2), b), mul_dim(x.dim(3), b)});
+}
+
+void space_to_depth(const Node& n, const mn_shape_ctx* ctx) {
+  require_rank(n, 0, 4, 4);
+  TensorRef x = n.input(0);
+  if (x.rank() < 0) return unknown_outputs(n, ctx, x.dtype());
+  int64_t b = n.attr_int("blocksize", 0);
+  if (b <= 0) n.fail("blocksize must be positive");
+  Dims o{x.dim(0), mul_dim(x.dim(1), b * b), -1, -1};
+  for (int i = 2; i < 4; ++i) {
+    int64_t d = x.dim(i);
+    if (d >= 0 && d % b != 0) n.fail("spatial size " + std::to_string(d) + " not divisible by blocksize");
+    o[i] = d < 0 ? -1 : d / b;
+  }
+  out(ctx, 0, x.dtype(), o);
+}
+
+void range_op(const Node& n, const mn_shape_ctx* ctx) {
+  TensorRef s = n.input(0);
+  for (int i = 0; i < 3; ++i) {
+    TensorRef t = n.input(i);
+    if (!t.present()) n.fail("Range takes start, limit and delta");
+    if (t.rank() > 0 && t.elements() != 1) n.fail("start, limit and delta must be scalars");
+  }
+  int64_t count = -1;
+  auto scalar = [&](int i, double* v) {
+    TensorRef t = n.input(i);
+    if (!t.t->data) return false;
+    switch (t.dtype()) {
+      case MN_F32: *v = t.data<float>()[0]; return true;
+      case MN_F64: *v = t.data<double>()[0]; return true;
+      case MN_I64: *v = static_cast<double>(t.data<int64_t>()[0]); return true;
+      case MN_I32: *v = t.data<int32_t>()[0]; return true;
+      case MN_I16: *v = t.data<int16_t>()[0]; return true;
+      default: return false;
+    }
+  };
+  double a, b, d;
+  if (scalar(0, &a) && scalar(1, &b) && scalar(2, &d)) {
+    if (d == 0) n.fail("delta is 0");
+    count = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((b - a) / d)));
+  }
+  out(ctx, 0, s.dtype(), {count});
+}
+
+void size_op(const Node& n, const mn_shape_ctx* ctx) {
+  TensorRef x = n.input(0);
+  out(ctx, 0, MN_I64, {});
+  if (x.rank() >= 0 && x.shape_known()) {
+    int64_t v = x.elements();
+    ctx->set_output_value(ctx->host, 0, &v, sizeof v);
+  }
+}
+
+void layer_norm(const Node& n, const mn_shape_ctx* ctx) {
+  TensorRef x = n.input(0);
+  if (x.rank() < 0) return unknown_outputs(n, ctx, x.dtype());
+  int64_t axis = norm_axis(n, n.attr_int("axis", -1), x.rank());
+  out(ctx, 0, x.dtype(), x.shape());
+  Dims stat = x.shape();
+  for (int64_t i = axis; i < x.rank(); ++i) stat[i] = 1;
+  int32_t st = onnx_elem_type(n.attr_int("stash_type", 1));
+  for (int i = 1; i < n.num_outputs() && i < 3; ++i) out(ctx, i, st ? st : MN_F32, stat);
+}
+
+void instance_norm(const Node& n, const mn_shape_ctx* ctx) {
+  require_rank(n, 0, 3);
+  require_rank(n, 1, 1, 1);
+  require_rank(n, 2, 1, 1);
+  same_as_input0(n, ctx);
+}
+
+void bool_unary(const Node& n, const mn_shape_ctx* ctx) {
+  TensorRef x = n.input(0);
+  if (x.rank() < 0) return unknown_outputs(n, ctx, MN_BOOL);
+  out(ctx, 0, MN_BOOL, x.shape());
 }
 
 // ---- registration ------------------------------------------------------------------
@@ -470,6 +974,42 @@ const StdOp kStdOps[] = {
     {"LeakyRelu", 1, 16, unary}, {"Elu", 1, 6, unary}, {"Softplus", 1, 1, unary},
     {"HardSigmoid", 1, 6, unary}, {"HardSwish", 14, 14, unary}, {"Identity", 1, 19, unary},
     {"Dropout", 1, 13, unary}, {"Not", 1, 1, unary},
+    // Issue 3: the rest of the ONNX op list. Ranges are ONNX op versions (the frontend
+    // resolves a model's opset to each op's version).
+    {"ConvTranspose", 1, 11, conv_transpose},
+    {"Split", 2, 18, split},
+    {"Slice", 1, 13, slice},
+    {"Gather", 1, 13, gather},
+    {"Expand", 8, 13, expand},
+    {"ConstantOfShape", 9, 9, constant_of_shape},
+    {"Pad", 2, 18, pad},
+    {"Resize", 10, 13, resize},
+    {"ReduceMean", 1, 18, reduce}, {"ReduceMax", 1, 18, reduce}, {"ReduceMin", 1, 18, reduce},
+    {"ReduceSum", 1, 13, reduce}, {"ReduceProd", 1, 18, reduce}, {"ReduceL1", 1, 18, reduce},
+    {"ReduceL2", 1, 18, reduce}, {"ReduceLogSum", 1, 18, reduce}, {"ReduceLogSumExp", 1, 18, reduce},
+    {"ReduceSumSquare", 1, 18, reduce},
+    {"ArgMax", 1, 13, arg_reduce}, {"ArgMin", 1, 13, arg_reduce},
+    {"Cast", 1, 13, cast},
+    {"Tile", 6, 13, tile},
+    {"TopK", 1, 11, topk},
+    {"DepthToSpace", 1, 13, depth_to_space},
+    {"SpaceToDepth", 1, 13, space_to_depth},
+    {"InstanceNormalization", 1, 6, instance_norm},
+    {"LRN", 1, 13, unary},
+    {"Range", 11, 11, range_op},
+    {"Size", 1, 13, size_op},
+    {"LayerNormalization", 17, 17, layer_norm},
+    {"LessOrEqual", 12, 16, compare}, {"GreaterOrEqual", 12, 16, compare},
+    {"And", 1, 7, compare}, {"Or", 1, 7, compare}, {"Xor", 1, 7, compare},
+    {"Mean", 1, 13, binary},
+    {"IsNaN", 9, 13, bool_unary}, {"IsInf", 10, 10, bool_unary},
+    {"Reciprocal", 1, 13, unary}, {"Floor", 1, 13, unary}, {"Ceil", 1, 13, unary},
+    {"Round", 11, 11, unary}, {"Sign", 9, 13, unary}, {"Erf", 9, 13, unary},
+    {"Sin", 7, 7, unary}, {"Cos", 7, 7, unary}, {"Tan", 7, 7, unary}, {"Asin", 7, 7, unary},
+    {"Acos", 7, 7, unary}, {"Atan", 7, 7, unary}, {"Sinh", 9, 9, unary}, {"Cosh", 9, 9, unary},
+    {"Asinh", 9, 9, unary}, {"Acosh", 9, 9, unary}, {"Atanh", 9, 9, unary},
+    {"Selu", 1, 6, unary}, {"Softsign", 1, 1, unary}, {"ThresholdedRelu", 10, 10, unary},
+    {"Celu", 12, 12, unary},
 };
 
 }  // namespace

@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 #define MINNOW_ABI_MAJOR 1
-#define MINNOW_ABI_MINOR 0
+#define MINNOW_ABI_MINOR 1 /* 1.1: mn_node.attr_strings */
 
 #if defined(_WIN32)
 #define MINNOW_PLUGIN_EXPORT __declspec(dllexport)
@@ -127,6 +127,8 @@ typedef struct mn_node {
   int (*attr_tensor)(const void* ctx, const char* name, const mn_tensor** out);
   int32_t num_attrs;
   const char* (*attr_name)(const void* ctx, int32_t index);
+  /* ABI 1.1: STRINGS attributes (e.g. an RNN's activations). Check struct_size first. */
+  int (*attr_strings)(const void* ctx, const char* name, const char* const** out, size_t* count);
 } mn_node;
 
 /* ---- Shape inference (op plugins, and the core's built-in ops) ---------------------- */

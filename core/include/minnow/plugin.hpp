@@ -7,6 +7,7 @@
 
 #include <minnow/plugin.h>
 
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -138,6 +139,18 @@ class Node {
     if (!n_->attr_floats(n_->attr_ctx, k, &p, &c)) return def;
     return std::vector<float>(p, p + c);
   }
+  // STRINGS attribute; `def` when absent or when the host predates ABI 1.1.
+  std::vector<std::string> attr_strings(const char* k, std::vector<std::string> def = {}) const {
+    if (n_->struct_size < offsetof(mn_node, attr_strings) + sizeof(n_->attr_strings) ||
+        !n_->attr_strings)
+      return def;
+    const char* const* p = nullptr;
+    size_t c = 0;
+    if (!n_->attr_strings(n_->attr_ctx, k, &p, &c)) return def;
+    std::vector<std::string> v;
+    for (size_t i = 0; i < c; ++i) v.emplace_back(p[i] ? p[i] : "");
+    return v;
+  }
   const mn_tensor* attr_tensor(const char* k) const {
     const mn_tensor* t = nullptr;
     return n_->attr_tensor(n_->attr_ctx, k, &t) ? t : nullptr;
@@ -156,6 +169,8 @@ class Node {
 class RunContext {
  public:
   explicit RunContext(const mn_run_ctx* c) : c_(c) {}
+  // The C context, for services that take one (mn_matmul_service::multiply).
+  const mn_run_ctx* raw() const { return c_; }
   int num_threads() const { return c_->num_threads; }
   void* scratch() const { return c_->scratch; }
   size_t scratch_size() const { return c_->scratch_size; }

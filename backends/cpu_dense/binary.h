@@ -1,0 +1,209 @@
+// Element-wise ops with two or more inputs and numpy broadcasting (broadcast.h): one
+// kernel template per shape of op (binary, variadic), instantiated per op with an inlined
+// functor.
+#pragma once
+
+#include "broadcast.h"
+#include "unary.h"
+
+#include <type_traits>
+#include <utility>
+
+namespace minnow {
+namespace cpu_dense {
+
+// Base of binary functors. `nonzero_b<TB>()`: the kernel must reject a zero in input B
+// before computing (integer division), because that would be undefined behaviour.
+struct BinaryOpBase {
+  template <class TB>
+  static constexpr bool nonzero_b() { return false; }
+};
+
+// int64 arithmetic wraps (two's complement) instead of overflowing into undefined
+// behaviour: shape arithmetic never gets there, but bad data must not be UB.
+inline int64_t wrap_add(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+inline int64_t wrap_sub(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+inline int64_t wrap_mul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+inline float wrap_add(float a, float b) { return a + b; }
+inline float wrap_sub(float a, float b) { return a - b; }
+inline float wrap_mul(float a, float b) { return a * b; }
+
+// y[i] = op(a[i*sa], b[i*sb]) for one run; the stride patterns that occur after dim
+// merging (dense/dense, scalar/dense, dense/scalar) get their own straight loops.
+template <class TA, class TB, class TO, class Op>
+inline void binary_span(const Op& op, const TA* a, int64_t sa, const TB* b, int64_t sb, TO* y,
+                        int64_t n) {
+  if (sa == 1 && sb == 1) {
+    for (int64_t i = 0; i < n; ++i) y[i] = op(a[i], b[i]);
+  } else if (sa == 0 && sb == 1) {
+    const TA x = a[0];
+    for (int64_t i = 0; i < n; ++i) y[i] = op(x, b[i]);
+  } else if (sa == 1 && sb == 0) {
+    const TB x = b[0];
+    for (int64_t i = 0; i < n; ++i) y[i] = op(a[i], x);
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = op(a[i * sa], b[i * sb]);
+  }
+}
+
+// Runs op over the broadcast of a (shape da) and b (shape db) into dense y (shape o).
+template <class TA, class TB, class TO, class Op>
+void broadcast_apply(const RunContext& ctx, const Op& op, const TA* a, const Dims& da,
+                     const TB* b, const Dims& db, TO* y, const Dims& o) {
+  const Dims* in[2] = {&da, &db};
+  const StridedLoop<2> loop = broadcast_loop<2>(o, in);
+  ctx.parallel_for(static_cast<size_t>(loop.total), kElementwiseGrain, [&](size_t begin, size_t end) {
+    loop.for_each_run(static_cast<int64_t>(begin), static_cast<int64_t>(end),
+                      [&](int64_t pos, const int64_t* off, const int64_t* step, int64_t n) {
+                        binary_span(op, a + off[0], step[0], b + off[1], step[1], y + pos, n);
+                      });
+  });
+}
+
+// Opsets < 7 (Add, Sub, Mul, Div, Pow, Equal, Less, Greater) broadcast only with
+// broadcast=1, B onto A, B's dims aligned at `axis` (default: trailing). Expressed as a
+// reshape of B (trailing ones) so the numpy machinery does the rest.
+struct LegacyBroadcast {
+  bool enabled = false;
+  bool has_axis = false;
+  int64_t axis = 0;
+
+  static LegacyBroadcast parse(const Node& node) {
+    LegacyBroadcast l;
+    if (node.op_version() < 7 && node.attr_int("broadcast", 0) != 0) {
+      l.enabled = true;
+      l.has_axis = node.has_attr("axis");
+      l.axis = node.attr_int("axis", 0);
+    }
+    return l;
+  }
+  // False if B does not fit into A at `axis`.
+  bool apply(const Dims& a, Dims* b) const {
+    if (!enabled || !has_axis) return true;
+    int64_t ax = axis < 0 ? axis + a.rank : axis;
+    if (ax < 0 || ax + b->rank > a.rank) return false;
+    int trailing = static_cast<int>(a.rank - ax - b->rank);
+    for (int i = 0; i < trailing; ++i) b->d[b->rank++] = 1;
+    return true;
+  }
+};
+
+template <class TA, class TB, class Op>
+class BinaryKernel final : public OpKernel {
+ public:
+  using TO = decltype(std::declval<const Op&>()(TA(), TB()));
+
+  BinaryKernel(const Node& node, const char* kernel_name, Op op)
+      : OpKernel(node, kernel_name), op_(op), legacy_(LegacyBroadcast::parse(node)) {}
+
+  double flops(const mn_tensor*, int, const mn_tensor* out, int) const override {
+    return static_cast<double>(numel(out[0]));
+  }
+
+  void run(const RunContext& ctx, const mn_tensor* inputs, int num_inputs, mn_tensor* outputs,
+           int num_outputs) const override {
+    if (num_inputs < 2) fail("inputs missing at run time");
+    check_dtype(inputs[0], DtypeOf<TA>::value, "input A");
+    check_dtype(inputs[1], DtypeOf<TB>::value, "input B");
+    Dims da = Dims::of(inputs[0]), db = Dims::of(inputs[1]), o;
+    if (!legacy_.apply(da, &db))
+      fail("B " + shape_str(inputs[1]) + " does not fit A " + shape_str(inputs[0]) +
+           " at axis " + std::to_string(legacy_.axis));
+    if (!broadcast_dims(da, db, &o))
+      fail("shapes " + shape_str(inputs[0]) + " and " + shape_str(inputs[1]) +
+           " are not broadcastable");
+    check_output(outputs, num_outputs, 0, DtypeOf<TO>::value, o);
+    const TA* a = static_cast<const TA*>(inputs[0].data);
+    const TB* b = static_cast<const TB*>(inputs[1].data);
+    if (Op::template nonzero_b<TB>()) {
+      const int64_t nb = db.numel();
+      for (int64_t i = 0; i < nb; ++i)
+        if (b[i] == TB(0)) fail("integer division by zero");
+    }
+    broadcast_apply(ctx, op_, a, da, b, db, static_cast<TO*>(outputs[0].data), o);
+  }
+
+ private:
+  Op op_;
+  LegacyBroadcast legacy_;
+};
+
+// Sum / Max / Min: any number of inputs, broadcast together. y = x0 op x1, then
+// y = y op xk for the rest (y already has the full output shape).
+template <class T, class Op>
+class VariadicKernel final : public OpKernel {
+ public:
+  VariadicKernel(const Node& node, const char* kernel_name, Op op)
+      : OpKernel(node, kernel_name), op_(op) {}
+
+  double flops(const mn_tensor*, int num_in, const mn_tensor* out, int) const override {
+    return static_cast<double>(numel(out[0])) * (num_in > 1 ? num_in - 1 : 1);
+  }
+
+  void run(const RunContext& ctx, const mn_tensor* inputs, int num_inputs, mn_tensor* outputs,
+           int num_outputs) const override {
+    if (num_inputs < 1) fail("inputs missing at run time");
+    constexpr int32_t dt = DtypeOf<T>::value;
+    Dims o = Dims::of(inputs[0]);
+    for (int k = 0; k < num_inputs; ++k) {
+      check_dtype(inputs[k], dt, "input");
+      if (!broadcast_dims(o, Dims::of(inputs[k]), &o))
+        fail("input " + std::to_string(k) + " " + shape_str(inputs[k]) +
+             " does not broadcast with the others");
+    }
+    check_output(outputs, num_outputs, 0, dt, o);
+    T* y = static_cast<T*>(outputs[0].data);
+    const T* x0 = static_cast<const T*>(inputs[0].data);
+    if (num_inputs == 1) {  // a single input is a copy (its shape is the output's)
+      if (y != x0) std::memcpy(y, x0, static_cast<size_t>(o.numel()) * sizeof(T));
+      return;
+    }
+    broadcast_apply(ctx, op_, x0, Dims::of(inputs[0]), static_cast<const T*>(inputs[1].data),
+                    Dims::of(inputs[1]), y, o);
+    for (int k = 2; k < num_inputs; ++k)
+      broadcast_apply(ctx, op_, static_cast<const T*>(y), o,
+                      static_cast<const T*>(inputs[k].data), Dims::of(inputs[k]), y, o);
+  }
+
+ private:
+  Op op_;
+};
+
+// Validation shared by bid and make: input count, dtypes, and — when both shapes are
+// known — that they broadcast. Returns output elements as the flops estimate.
+double binary_bid(const Node& node, std::initializer_list<int32_t> dtypes);
+double variadic_bid(const Node& node, std::initializer_list<int32_t> dtypes);
+
+// Binary op over same-typed inputs, float32 or int64 (`i64_name` null: float32 only).
+template <class Op>
+std::unique_ptr<Kernel> make_binary(const Node& node, const char* f32_name, const char* i64_name,
+                                    Op op = Op()) {
+  if (i64_name)
+    binary_bid(node, {MN_F32, MN_I64});
+  else
+    binary_bid(node, {MN_F32});
+  if (node.input(0).dtype() == MN_I64)
+    return std::make_unique<BinaryKernel<int64_t, int64_t, Op>>(node, i64_name, op);
+  return std::make_unique<BinaryKernel<float, float, Op>>(node, f32_name, op);
+}
+
+template <class Op>
+std::unique_ptr<Kernel> make_variadic(const Node& node, const char* f32_name, const char* i64_name,
+                                      Op op = Op()) {
+  if (i64_name)
+    variadic_bid(node, {MN_F32, MN_I64});
+  else
+    variadic_bid(node, {MN_F32});
+  if (node.input(0).dtype() == MN_I64)
+    return std::make_unique<VariadicKernel<int64_t, Op>>(node, i64_name, op);
+  return std::make_unique<VariadicKernel<float, Op>>(node, f32_name, op);
+}
+
+}  // namespace cpu_dense
+}  // namespace minnow

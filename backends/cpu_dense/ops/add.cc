@@ -1,0 +1,23 @@
+// Add: y = a + b with numpy broadcasting (legacy broadcast/axis before opset 7); float32
+// and int64 (shape arithmetic).
+#include "../binary.h"
+#include "../ops.h"
+
+namespace minnow {
+namespace cpu_dense {
+
+namespace {
+struct AddOp : BinaryOpBase {
+  template <class T>
+  T operator()(T a, T b) const { return wrap_add(a, b); }
+};
+}  // namespace
+
+double add_bid(const Node& node) { return binary_bid(node, {MN_F32, MN_I64}); }
+
+std::unique_ptr<Kernel> add_make(const Node& node) {
+  return make_binary<AddOp>(node, "f32_add_ref", "i64_add_ref");
+}
+
+}  // namespace cpu_dense
+}  // namespace minnow

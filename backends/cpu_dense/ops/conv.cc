@@ -1,0 +1,186 @@
+// Conv: X (N, C, spatial...) * W (M, C/group, kernel...) + B (M), 1-D to 3-D, grouped
+// (depthwise when group == C), strided, dilated, padded (explicit or auto_pad).
+//
+// Direct convolution, lifted to 3-D: one work item is one output row (n, m, od, oh); for
+// each input channel of the group and kernel tap the row accumulates w * (a strided slice
+// of one input row), with the range of valid output columns computed up front so the
+// inner loop has no bounds checks and padding costs nothing.
+#include "../ops.h"
+#include "../spatial.h"
+
+namespace minnow {
+namespace cpu_dense {
+
+namespace {
+
+const char* conv_name(int nsp) {
+  switch (nsp) {
+    case 1: return "f32_conv1d_ref";
+    case 2: return "f32_conv2d_ref";
+    default: return "f32_conv3d_ref";
+  }
+}
+
+class ConvKernel final : public OpKernel {
+ public:
+  ConvKernel(const Node& node, const SpatialAttrs& attrs, int64_t group, bool kernel_attr)
+      : OpKernel(node, conv_name(attrs.nsp)),
+        attrs_(attrs),
+        group_(group),
+        kernel_attr_(kernel_attr) {}
+
+  double flops(const mn_tensor* in, int, const mn_tensor* out, int) const override {
+    double taps = 1;
+    for (int i = 1; i < in[1].rank; ++i) taps *= static_cast<double>(in[1].dims[i]);
+    return 2.0 * static_cast<double>(numel(out[0])) * taps;
+  }
+
+  void run(const RunContext& ctx, const mn_tensor* in, int num_inputs, mn_tensor* out,
+           int num_outputs) const override {
+    if (num_inputs < 2) fail("inputs missing at run time");
+    check_dtype(in[0], MN_F32, "X");
+    check_dtype(in[1], MN_F32, "W");
+    const int nsp = attrs_.nsp;
+    if (in[0].rank != nsp + 2 || in[1].rank != nsp + 2)
+      fail("X " + shape_str(in[0]) + " and W " + shape_str(in[1]) + " must have rank " +
+           std::to_string(nsp + 2));
+    const int64_t N = in[0].dims[0], C = in[0].dims[1];
+    const int64_t M = in[1].dims[0], Cg = in[1].dims[1];
+    if (Cg * group_ != C)
+      fail("W " + shape_str(in[1]) + " expects " + std::to_string(Cg * group_) +
+           " input channels (group " + std::to_string(group_) + "), X has " + std::to_string(C));
+    if (M % group_ != 0)
+      fail(std::to_string(M) + " output channels do not divide into group " +
+           std::to_string(group_));
+    const float* bias = nullptr;
+    if (num_inputs > 2 && present(in[2])) {
+      check_dtype(in[2], MN_F32, "B");
+      if (in[2].rank != 1 || in[2].dims[0] != M)
+        fail("bias " + shape_str(in[2]) + " must be [" + std::to_string(M) + "]");
+      bias = static_cast<const float*>(in[2].data);
+    }
+
+    SpatialAttrs a = attrs_;
+    for (int i = 0; i < nsp; ++i) {
+      if (kernel_attr_ && a.kernel[i] != in[1].dims[2 + i])
+        fail("kernel_shape differs from W " + shape_str(in[1]));
+      a.kernel[i] = in[1].dims[2 + i];
+    }
+    if (out[0].rank != nsp + 2) fail("output " + shape_str(out[0]) + " has the wrong rank");
+    Axis ax[kMaxSpatial];
+    std::string err = resolve_geometry(a, in[0].dims + 2, out[0].dims + 2, ax);
+    if (!err.empty()) fail(err);
+    Dims od;
+    od.rank = nsp + 2;
+    od[0] = N;
+    od[1] = M;
+    for (int i = 0; i < nsp; ++i) od[2 + i] = out[0].dims[2 + i];
+    check_output(out, num_outputs, 0, MN_F32, od);
+
+    const float* x = static_cast<const float*>(in[0].data);
+    const float* w = static_cast<const float*>(in[1].data);
+    float* y = static_cast<float*>(out[0].data);
+    const Axis D = ax[0], H = ax[1], W = ax[2];
+    const int64_t Mg = M / group_;
+    const int64_t rows = N * M * D.out * H.out;
+    const int64_t taps = Cg * D.k * H.k * W.k;
+    ctx.parallel_for(static_cast<size_t>(rows), grain_for(2.0 * W.out * taps + W.out),
+                     [&](size_t r0, size_t r1) {
+      for (int64_t r = static_cast<int64_t>(r0); r < static_cast<int64_t>(r1); ++r) {
+        // r enumerates (n, m, od, oh) in the output's row-major order.
+        const int64_t oh = r % H.out;
+        const int64_t od_ = (r / H.out) % D.out;
+        const int64_t m = (r / (H.out * D.out)) % M;
+        const int64_t n = r / (H.out * D.out * M);
+        const int64_t g = m / Mg;
+        float* yr = y + r * W.out;
+        const float b0 = bias ? bias[m] : 0.0f;
+        for (int64_t ow = 0; ow < W.out; ++ow) yr[ow] = b0;
+
+        int64_t kd0, kd1, kh0, kh1;
+        const int64_t d_start = od_ * D.s - D.pb, h_start = oh * H.s - H.pb;
+        valid_taps(d_start, D.d, D.k, D.in, &kd0, &kd1);
+        valid_taps(h_start, H.d, H.k, H.in, &kh0, &kh1);
+        for (int64_t c = 0; c < Cg; ++c) {
+          const int64_t ic = g * Cg + c;
+          const float* xc = x + (n * C + ic) * D.in * H.in * W.in;
+          const float* wc = w + (m * Cg + c) * D.k * H.k * W.k;
+          for (int64_t kd = kd0; kd < kd1; ++kd) {
+            const int64_t id = d_start + kd * D.d;
+            for (int64_t kh = kh0; kh < kh1; ++kh) {
+              const int64_t ih = h_start + kh * H.d;
+              const float* xrow = xc + (id * H.in + ih) * W.in;
+              const float* wrow = wc + (kd * H.k + kh) * W.k;
+              for (int64_t kw = 0; kw < W.k; ++kw) {
+                // Input column of output column ow: ow*s + off. Valid ow: 0 <= that < W.in.
+                const int64_t off = kw * W.d - W.pb;
+                const int64_t ow0 = off >= 0 ? 0 : (-off + W.s - 1) / W.s;
+                const int64_t ow1 =
+                    off > W.in - 1 ? 0 : std::min(W.out, (W.in - 1 - off) / W.s + 1);
+                const float wv = wrow[kw];
+                for (int64_t ow = ow0; ow < ow1; ++ow) yr[ow] += wv * xrow[ow * W.s + off];
+              }
+            }
+          }
+        }
+      }
+    });
+  }
+
+ private:
+  SpatialAttrs attrs_;
+  int64_t group_;
+  bool kernel_attr_;
+};
+
+// Validation shared by bid and make; returns the kernel ready to build.
+std::unique_ptr<ConvKernel> check_conv(const Node& node) {
+  require_inputs(node, 2, 3);
+  require_input_dtype(node, 0, {MN_F32});
+  require_input_dtype(node, 1, {MN_F32});
+  if (node.has_input(2)) require_input_dtype(node, 2, {MN_F32});
+  const mn_tensor& x = *node.input(0).t;
+  const mn_tensor& w = *node.input(1).t;
+  if (!rank_known(w)) node.fail("W's rank must be known when the kernel is chosen");
+  if (w.rank < 3) node.fail("W must have rank >= 3, got " + shape_str(w));
+  const int nsp = w.rank - 2;
+  if (rank_known(x) && x.rank != w.rank)
+    node.fail("X " + shape_str(x) + " and W " + shape_str(w) + " differ in rank");
+  const int64_t group = node.attr_int("group", 1);
+  if (group < 1) node.fail("group must be >= 1, got " + std::to_string(group));
+  if (dim_known(x, 1)) {
+    if (x.dims[1] % group != 0)
+      node.fail("group " + std::to_string(group) + " does not divide " +
+                std::to_string(x.dims[1]) + " input channels");
+    if (dim_known(w, 1) && w.dims[1] * group != x.dims[1])
+      node.fail("W " + shape_str(w) + " expects " + std::to_string(w.dims[1] * group) +
+                " input channels (group " + std::to_string(group) + "), X " + shape_str(x) +
+                " has " + std::to_string(x.dims[1]));
+  }
+  if (dim_known(w, 0) && w.dims[0] % group != 0)
+    node.fail("group " + std::to_string(group) + " does not divide " +
+              std::to_string(w.dims[0]) + " output channels");
+  if (node.has_input(2)) {
+    const mn_tensor& b = *node.input(2).t;
+    if (rank_known(b) && (b.rank != 1 || (dim_known(b, 0) && dim_known(w, 0) &&
+                                          b.dims[0] != w.dims[0])))
+      node.fail("bias " + shape_str(b) + " must be [M] for W " + shape_str(w));
+  }
+  SpatialAttrs a = parse_spatial(node, nsp, w.dims + 2, false);
+  return std::make_unique<ConvKernel>(node, a, group, node.has_attr("kernel_shape"));
+}
+
+}  // namespace
+
+double conv_bid(const Node& node) {
+  check_conv(node);
+  const mn_tensor& w = *node.input(1).t;
+  double taps = 1;
+  for (int i = 1; i < w.rank; ++i) taps *= dim_estimate(w, i);
+  return 2.0 * numel_estimate(*node.output(0).t) * taps;
+}
+
+std::unique_ptr<Kernel> conv_make(const Node& node) { return check_conv(node); }
+
+}  // namespace cpu_dense
+}  // namespace minnow

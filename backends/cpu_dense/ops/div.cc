@@ -1,0 +1,27 @@
+// Div: a / b with numpy broadcasting (legacy broadcast/axis before opset 7); float32 (IEEE:
+// x/0 is inf or NaN) and int64 (truncating, as C and onnxruntime; a zero divisor is an
+// error, since it has no value).
+#include "../binary.h"
+#include "../ops.h"
+
+namespace minnow {
+namespace cpu_dense {
+
+namespace {
+struct DivOp : BinaryOpBase {
+  template <class TB>
+  static constexpr bool nonzero_b() { return std::is_integral<TB>::value; }
+  float operator()(float a, float b) const { return a / b; }
+  // INT64_MIN / -1 overflows: wrap like the other int64 ops.
+  int64_t operator()(int64_t a, int64_t b) const { return b == -1 ? wrap_sub(int64_t(0), a) : a / b; }
+};
+}  // namespace
+
+double div_bid(const Node& node) { return binary_bid(node, {MN_F32, MN_I64}); }
+
+std::unique_ptr<Kernel> div_make(const Node& node) {
+  return make_binary<DivOp>(node, "f32_div_ref", "i64_div_ref");
+}
+
+}  // namespace cpu_dense
+}  // namespace minnow

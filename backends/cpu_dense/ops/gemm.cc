@@ -1,0 +1,126 @@
+// Gemm: Y = alpha * A' * B' + beta * C, A' = transA ? A^T : A, B' likewise; C (optional
+// since opset 11) broadcasts unidirectionally to (M, N).
+#include "../broadcast.h"
+#include "../gemm_ref.h"
+#include "../ops.h"
+
+namespace minnow {
+namespace cpu_dense {
+
+namespace {
+
+struct GemmShape {
+  int64_t M, N, K;
+};
+
+class GemmKernel final : public OpKernel {
+ public:
+  explicit GemmKernel(const Node& node)
+      : OpKernel(node, "f32_gemm_ref"),
+        alpha_(node.attr_float("alpha", 1.0f)),
+        beta_(node.attr_float("beta", 1.0f)),
+        trans_a_(node.attr_int("transA", 0) != 0),
+        trans_b_(node.attr_int("transB", 0) != 0) {}
+
+  GemmShape shape(const mn_tensor* in) const {
+    if (in[0].rank != 2 || in[1].rank != 2)
+      fail("A and B must be 2-D, got " + shape_str(in[0]) + " and " + shape_str(in[1]));
+    GemmShape s;
+    s.M = trans_a_ ? in[0].dims[1] : in[0].dims[0];
+    s.K = trans_a_ ? in[0].dims[0] : in[0].dims[1];
+    int64_t kb = trans_b_ ? in[1].dims[1] : in[1].dims[0];
+    s.N = trans_b_ ? in[1].dims[0] : in[1].dims[1];
+    if (kb != s.K)
+      fail("inner dims differ: A " + shape_str(in[0]) + (trans_a_ ? " (transposed)" : "") +
+           ", B " + shape_str(in[1]) + (trans_b_ ? " (transposed)" : ""));
+    return s;
+  }
+
+  double flops(const mn_tensor* in, int, const mn_tensor*, int) const override {
+    GemmShape s = shape(in);
+    return 2.0 * s.M * s.N * s.K;
+  }
+
+  void run(const RunContext& ctx, const mn_tensor* in, int num_inputs, mn_tensor* out,
+           int num_outputs) const override {
+    if (num_inputs < 2) fail("inputs missing at run time");
+    check_dtype(in[0], MN_F32, "A");
+    check_dtype(in[1], MN_F32, "B");
+    const GemmShape s = shape(in);
+    Dims od;
+    od.rank = 2;
+    od.d[0] = s.M;
+    od.d[1] = s.N;
+    check_output(out, num_outputs, 0, MN_F32, od);
+
+    // C(i,j) = c[i*c_rs + j*c_cs]; a broadcast dim has stride 0.
+    const float* c = nullptr;
+    int64_t c_rs = 0, c_cs = 0;
+    if (num_inputs > 2 && present(in[2]) && beta_ != 0.0f) {
+      check_dtype(in[2], MN_F32, "C");
+      Dims cd = Dims::of(in[2]);
+      if (!broadcasts_to(cd, od))
+        fail("C " + shape_str(in[2]) + " does not broadcast to " + od.str());
+      int64_t st[2];
+      broadcast_strides(cd, od, st);
+      c = static_cast<const float*>(in[2].data);
+      c_rs = st[0];
+      c_cs = st[1];
+    }
+
+    const float* a = static_cast<const float*>(in[0].data);
+    const float* b = static_cast<const float*>(in[1].data);
+    float* y = static_cast<float*>(out[0].data);
+    const int64_t a_rs = trans_a_ ? 1 : s.K, a_cs = trans_a_ ? s.M : 1;
+    const int64_t b_rs = trans_b_ ? 1 : s.N, b_cs = trans_b_ ? s.K : 1;
+    const int64_t N = s.N, K = s.K;
+    const float alpha = alpha_, beta = beta_;
+    ctx.parallel_for(static_cast<size_t>(s.M), grain_for(2.0 * N * K + N),
+                     [&](size_t i0, size_t i1) {
+                       for (size_t i = i0; i < i1; ++i) {
+                         float* yr = y + i * N;
+                         if (c) {
+                           const float* cr = c + i * c_rs;
+                           for (int64_t j = 0; j < N; ++j) yr[j] = beta * cr[j * c_cs];
+                         } else {
+                           for (int64_t j = 0; j < N; ++j) yr[j] = 0.0f;
+                         }
+                       }
+                       gemm_rows_ref(i0, i1, N, K, alpha, a, a_rs, a_cs, b, b_rs, b_cs, y, N);
+                     });
+  }
+
+ private:
+  float alpha_, beta_;
+  bool trans_a_, trans_b_;
+};
+
+}  // namespace
+
+double gemm_bid(const Node& node) {
+  require_inputs(node, 2, 3);
+  require_input_dtype(node, 0, {MN_F32});
+  require_input_dtype(node, 1, {MN_F32});
+  if (node.has_input(2)) require_input_dtype(node, 2, {MN_F32});
+  const mn_tensor& a = *node.input(0).t;
+  const mn_tensor& b = *node.input(1).t;
+  if ((rank_known(a) && a.rank != 2) || (rank_known(b) && b.rank != 2))
+    node.fail("A and B must be 2-D, got " + shape_str(a) + " and " + shape_str(b));
+  const bool ta = node.attr_int("transA", 0) != 0, tb = node.attr_int("transB", 0) != 0;
+  const int ka = ta ? 0 : 1, kb = tb ? 1 : 0;
+  if (dim_known(a, ka) && dim_known(b, kb) && a.dims[ka] != b.dims[kb])
+    node.fail("inner dims differ: A " + shape_str(a) + ", B " + shape_str(b));
+  if (node.has_input(2)) {
+    const mn_tensor& c = *node.input(2).t;
+    if (rank_known(c) && c.rank > 2) node.fail("C must have rank <= 2, got " + shape_str(c));
+  }
+  return 2.0 * dim_estimate(a, ta ? 1 : 0) * dim_estimate(b, tb ? 0 : 1) * dim_estimate(a, ka);
+}
+
+std::unique_ptr<Kernel> gemm_make(const Node& node) {
+  gemm_bid(node);
+  return std::make_unique<GemmKernel>(node);
+}
+
+}  // namespace cpu_dense
+}  // namespace minnow

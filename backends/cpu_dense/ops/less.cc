@@ -1,0 +1,22 @@
+// Less: a < b -> bool, numpy broadcasting; float32 and int64 (shape subgraphs).
+#include "../binary.h"
+#include "../ops.h"
+
+namespace minnow {
+namespace cpu_dense {
+
+namespace {
+struct LessOp : BinaryOpBase {
+  template <class T>
+  uint8_t operator()(T a, T b) const { return a < b; }
+};
+}  // namespace
+
+double less_bid(const Node& node) { return binary_bid(node, {MN_F32, MN_I64}); }
+
+std::unique_ptr<Kernel> less_make(const Node& node) {
+  return make_binary<LessOp>(node, "f32_less_ref", "i64_less_ref");
+}
+
+}  // namespace cpu_dense
+}  // namespace minnow

@@ -1,0 +1,23 @@
+// Min: element-wise minimum of any number of inputs, broadcast together (opset 8+;
+// same shapes before). A NaN operand gives NaN, as numpy.minimum.
+#include "../binary.h"
+#include "../ops.h"
+
+namespace minnow {
+namespace cpu_dense {
+
+namespace {
+struct MinOp : BinaryOpBase {
+  template <class T>
+  T operator()(T a, T b) const { return (a < b || is_nan(a)) ? a : b; }
+};
+}  // namespace
+
+double min_bid(const Node& node) { return variadic_bid(node, {MN_F32, MN_I64}); }
+
+std::unique_ptr<Kernel> min_make(const Node& node) {
+  return make_variadic<MinOp>(node, "f32_min_ref", "i64_min_ref");
+}
+
+}  // namespace cpu_dense
+}  // namespace minnow

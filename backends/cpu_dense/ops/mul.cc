@@ -1,0 +1,23 @@
+// Mul: a * b with numpy broadcasting (legacy broadcast/axis before opset 7); float32
+// and int64.
+#include "../binary.h"
+#include "../ops.h"
+
+namespace minnow {
+namespace cpu_dense {
+
+namespace {
+struct MulOp : BinaryOpBase {
+  template <class T>
+  T operator()(T a, T b) const { return wrap_mul(a, b); }
+};
+}  // namespace
+
+double mul_bid(const Node& node) { return binary_bid(node, {MN_F32, MN_I64}); }
+
+std::unique_ptr<Kernel> mul_make(const Node& node) {
+  return make_binary<MulOp>(node, "f32_mul_ref", "i64_mul_ref");
+}
+
+}  // namespace cpu_dense
+}  // namespace minnow

@@ -1,0 +1,23 @@
+// Sub: a - b with numpy broadcasting (legacy broadcast/axis before opset 7); float32
+// and int64.
+#include "../binary.h"
+#include "../ops.h"
+
+namespace minnow {
+namespace cpu_dense {
+
+namespace {
+struct SubOp : BinaryOpBase {
+  template <class T>
+  T operator()(T a, T b) const { return wrap_sub(a, b); }
+};
+}  // namespace
+
+double sub_bid(const Node& node) { return binary_bid(node, {MN_F32, MN_I64}); }
+
+std::unique_ptr<Kernel> sub_make(const Node& node) {
+  return make_binary<SubOp>(node, "f32_sub_ref", "i64_sub_ref");
+}
+
+}  // namespace cpu_dense
+}  // namespace minnow

@@ -1,0 +1,62 @@
+// Element-wise unary kernels: one template, instantiated per op with an inlined functor
+// (no per-element indirect call). Output 0 may alias input 0 (in place).
+#pragma once
+
+#include "common.h"
+
+#include <type_traits>
+
+namespace minnow {
+namespace cpu_dense {
+
+template <class T> struct DtypeOf;
+template <> struct DtypeOf<float> { static constexpr int32_t value = MN_F32; };
+template <> struct DtypeOf<int64_t> { static constexpr int32_t value = MN_I64; };
+template <> struct DtypeOf<uint8_t> { static constexpr int32_t value = MN_BOOL; };  // ONNX bool: 1 byte
+
+template <class T, class F>
+class UnaryKernel final : public OpKernel {
+ public:
+  UnaryKernel(const Node& node, const char* kernel_name, F f)
+      : OpKernel(node, kernel_name), f_(f) {}
+
+  int inplace_input() const override { return 0; }
+
+  double flops(const mn_tensor* in, int, const mn_tensor*, int) const override {
+    return static_cast<double>(numel(in[0]));
+  }
+
+  void run(const RunContext& ctx, const mn_tensor* inputs, int num_inputs, mn_tensor* outputs,
+           int num_outputs) const override {
+    if (num_inputs < 1) fail("input missing at run time");
+    constexpr int32_t dt = DtypeOf<T>::value;
+    check_dtype(inputs[0], dt, "input");
+    Dims d = Dims::of(inputs[0]);
+    check_output(outputs, num_outputs, 0, dt, d);
+    const T* x = static_cast<const T*>(inputs[0].data);
+    T* y = static_cast<T*>(outputs[0].data);
+    const F f = f_;
+    // Reading x[i] before writing y[i] keeps the in-place case (x == y) correct.
+    ctx.parallel_for(static_cast<size_t>(d.numel()), kElementwiseGrain, [&](size_t b, size_t e) {
+      for (size_t i = b; i < e; ++i) y[i] = f(x[i]);
+    });
+  }
+
+ private:
+  F f_;
+};
+
+// Bid for a one-input element-wise op over the given dtypes; returns elements as flops.
+inline double unary_bid(const Node& node, std::initializer_list<int32_t> dtypes) {
+  require_inputs(node, 1, 1);
+  require_input_dtype(node, 0, dtypes);
+  return numel_estimate(*node.input(0).t);
+}
+
+template <class T, class F>
+std::unique_ptr<Kernel> make_unary(const Node& node, const char* kernel_name, F f) {
+  return std::make_unique<UnaryKernel<T, F>>(node, kernel_name, f);
+}
+
+}  // namespace cpu_dense
+}  // namespace minnow

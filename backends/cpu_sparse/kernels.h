@@ -1,0 +1,52 @@
+// The sparse micro-kernels: a plain reference and a SIMD version of each (Highway, dynamic
+// dispatch: AVX-512 / AVX2 / SSE4 on x86, NEON / SVE / SVE2 on Arm, chosen at run time).
+//
+// Both kernels compute, for the block rows [rb0, rb1) of W (block row = shape.r rows):
+//   y = W * x  (+ bias per output)  (+ beta * y when beta != 0; beta == 0 overwrites,
+//   so y may hold garbage or NaN then).
+// Outputs in the zero-padded rows beyond W.rows are never stored.
+#pragma once
+
+#include "sparse_matrix.h"
+
+namespace minnow {
+namespace cpu_sparse {
+
+// SpMM, "columns" form (1x1 and general convolution, FC with many rows via a transpose):
+//   Y[n, j] = bias[n] + sum_k W[n, k] * X[k, j] + beta * Y[n, j],  j in [0, J).
+// X is [W.cols, J] with row stride ldx; Y is [W.rows, J] with row stride ldy. SIMD runs
+// along j, so W's nonzeros are read once per strip of columns.
+struct SpmmArgs {
+  const float* x;
+  int64_t ldx;
+  int64_t J;
+  const float* bias;  // [W.rows] or null
+  float beta;
+  float* y;
+  int64_t ldy;
+};
+void spmm_ref(const SparseMatrix& w, const SpmmArgs& a, int64_t rb0, int64_t rb1);
+void spmm(const SparseMatrix& w, const SpmmArgs& a, int64_t rb0, int64_t rb1);
+
+// "Rows" form (fully connected with few rows, the LSTM gates):
+//   Y[m, n] = bias[n] + sum_k W[n, k] * X[m, k] + beta * Y[m, n],  m in [m0, m1).
+// X is [M, W.cols] with row stride ldx; Y is [M, W.rows] with row stride ldy. Each output
+// is a sparse dot product (gathers for CSR, short vector loads for 1x4 / 1x8, a broadcast
+// for 4x1).
+struct RowsArgs {
+  const float* x;
+  int64_t ldx;
+  int64_t m0, m1;
+  const float* bias;  // [W.rows] or null
+  float beta;
+  float* y;
+  int64_t ldy;
+};
+void rows_ref(const SparseMatrix& w, const RowsArgs& a, int64_t rb0, int64_t rb1);
+void rows(const SparseMatrix& w, const RowsArgs& a, int64_t rb0, int64_t rb1);
+
+// Name of the SIMD target the dispatcher picked on this CPU ("AVX3_DL", "NEON", "SVE2" ...).
+const char* simd_target_name();
+
+}  // namespace cpu_sparse
+}  // namespace minnow

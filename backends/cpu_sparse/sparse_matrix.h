@@ -1,0 +1,72 @@
+// The compressed weight layout of the sparse backend, and how it is built from dense data.
+//
+// One layout covers every format: a matrix W[rows, cols] is cut into R x C blocks
+// (R rows of output, C consecutive input columns); only blocks holding a non-zero are
+// stored. CSR is the 1x1 case. Supported shapes: 1x1 (CSR), 1x4, 1x8 (one output, several
+// inputs: vector loads of x) and 4x1 (four outputs sharing one input: one broadcast feeds
+// four accumulators).
+//
+// Kept free of the plugin ABI, TBB and libminnow so the kernels build alone for the
+// aarch64 cross tests.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace minnow {
+namespace cpu_sparse {
+
+struct BlockShape {
+  int r = 1, c = 1;
+  bool operator==(const BlockShape& o) const { return r == o.r && c == o.c; }
+  bool operator!=(const BlockShape& o) const { return !(*this == o); }
+  std::string str() const;  // "1x4"
+};
+
+// The shapes the kernels implement, in the order they are tried.
+extern const BlockShape kBlockShapes[4];
+
+// A shape can store W only if its blocks never straddle the end of a row of W: a block
+// reading x past column `cols` would touch memory outside the input (rows are padded
+// with zero weights instead, and the padded outputs are never stored).
+inline bool shape_fits(BlockShape s, int64_t /*rows*/, int64_t cols) { return cols % s.c == 0; }
+
+struct SparseMatrix {
+  int64_t rows = 0, cols = 0;  // logical W[rows, cols]
+  BlockShape shape;
+  std::vector<int32_t> row_ptr;  // per block row: first block; size block_rows()+1
+  std::vector<int32_t> col;      // per block: its first column (a multiple of shape.c)
+  std::vector<float> values;     // per block: R*C values, row-major inside the block
+
+  int64_t block_rows() const { return (rows + shape.r - 1) / shape.r; }
+  int64_t blocks() const { return static_cast<int64_t>(col.size()); }
+  // Fraction of stored values (zeros inside kept blocks included) among rows*cols.
+  double density() const {
+    return rows * cols == 0 ? 0.0
+                            : static_cast<double>(values.size()) / static_cast<double>(rows * cols);
+  }
+  size_t bytes() const {
+    return row_ptr.size() * 4 + col.size() * 4 + values.size() * 4;
+  }
+};
+
+// Fraction of R x C blocks of W (row-major [rows, cols]) that are entirely zero; rows
+// padded up to a multiple of R count as zero; 0 when the shape does not fit. With
+// `transposed`, element (n, k) is w[k * rows + n] (W stored as [cols, rows]).
+double block_sparsity(const float* w, int64_t rows, int64_t cols, BlockShape s,
+                      bool transposed = false);
+
+// Packs W (row-major [rows, cols], leading dimension ld) into `s` blocks, multiplying every
+// value by `scale` (Gemm's alpha folds in here). Throws std::invalid_argument when the
+// shape does not fit or the matrix is too big for 32-bit indices.
+SparseMatrix pack(const float* w, int64_t rows, int64_t cols, int64_t ld, BlockShape s,
+                  float scale = 1.0f);
+
+// The same, reading W transposed: element (n, k) is w[k * ld + n] (MatMul / Gemm without
+// transB store B as [K, N]).
+SparseMatrix pack_transposed(const float* w, int64_t rows, int64_t cols, int64_t ld,
+                             BlockShape s, float scale = 1.0f);
+
+}  // namespace cpu_sparse
+}  // namespace minnow

@@ -1,0 +1,255 @@
+// Sparse vs dense, same process, same inputs: per-layer speed-ups by block shape and
+// sparsity (the numbers behind backends/cpu_sparse/thresholds.cc), and whole models.
+//
+//   sparse_bench [--runs N] [--fit] [--quick] [--model-dir DIR]
+//
+// Per layer: the dense time is cpu_dense (forced) on the same model; the sparse time is
+// cpu_sparse (forced, MINNOW_CPU_SPARSE_BLOCK picks the block shape and lifts the
+// break-even so every point can be timed). Median of --runs runs, 1 thread.
+// --fit prints, per kernel kind and block shape, the least-squares line
+// t_sparse/t_dense = r0 + slope * density, as the C++ table thresholds.cc holds.
+#include <minnow/minnow.h>
+
+#include "prune.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace minnow;
+using minnow::cpu_sparse::BlockShape;
+
+namespace {
+
+int g_runs = 15;
+
+Tensor random_tensor(Shape shape, uint64_t seed) {
+  Tensor t(DataType::kFloat32, std::move(shape));
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  for (int64_t i = 0; i < t.elements(); ++i) t.data<float>()[i] = d(rng);
+  return t;
+}
+
+template <class T>
+T check(Result<T> r, const char* what) {
+  if (!r.is_ok()) {
+    std::fprintf(stderr, "sparse_bench: %s: %s\n", what, r.status().message().c_str());
+    std::exit(1);
+  }
+  return std::move(r).value();
+}
+
+// Median ms of g_runs runs (after 2 warm-ups) of a model prepared under `policy`.
+double time_model(const std::shared_ptr<Engine>& engine, std::shared_ptr<const Model> model,
+                  const BackendPolicy& policy, const std::vector<Tensor>& inputs,
+                  std::string* kernels = nullptr) {
+  auto pm = check(engine->prepare(model, policy), "prepare");
+  if (kernels) {
+    std::map<std::string, int> count;
+    for (const auto& c : pm->choices())
+      if (c.backend == "cpu_sparse") count[c.kernel]++;
+    kernels->clear();
+    for (auto& kv : count) *kernels += (kernels->empty() ? "" : " ") + kv.first + "x" + std::to_string(kv.second);
+  }
+  SessionOptions o;
+  o.threads = 1;
+  auto s = check(Session::create(pm, o), "session");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Status st = s->set_input(i, inputs[i]);
+    if (!st.is_ok()) {
+      std::fprintf(stderr, "sparse_bench: input: %s\n", st.message().c_str());
+      std::exit(1);
+    }
+  }
+  std::vector<double> ms;
+  for (int r = 0; r < g_runs + 2; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Status st = s->run();
+    const auto t1 = std::chrono::steady_clock::now();
+    if (!st.is_ok()) {
+      std::fprintf(stderr, "sparse_bench: run: %s\n", st.message().c_str());
+      std::exit(1);
+    }
+    if (r >= 2) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+  return ms[ms.size() / 2];
+}
+
+BackendPolicy force(const char* b) {
+  BackendPolicy p;
+  p.force = b;
+  return p;
+}
+
+struct Layer {
+  std::string name, kind;  // kind: fc / conv1x1 / conv_im2col (thresholds.h)
+  std::vector<int64_t> wshape;  // W: [N, K] for fc, [M, C, kh, kw] for conv
+  Shape in;
+  std::vector<Attr> attrs;
+};
+
+std::shared_ptr<const Model> layer_model(const Layer& l, const Tensor& w) {
+  ModelBuilder mb(l.name);
+  mb.add_input("x", DataType::kFloat32, l.in);
+  mb.add_constant("w", w);
+  mb.add_constant("b", random_tensor({l.wshape[0]}, 99));
+  if (l.kind == "fc")
+    mb.add_node("Gemm", {"x", "w", "b"}, {"y"}, {Attr::Int("transB", 1)});
+  else
+    mb.add_node("Conv", {"x", "w", "b"}, {"y"}, l.attrs);
+  mb.add_output("y");
+  return check(mb.build(), "build layer");
+}
+
+struct Point {
+  std::string kind, shape;
+  double density, ratio;
+};
+
+void bench_layers(const std::shared_ptr<Engine>& engine, bool quick, std::vector<Point>* pts) {
+  std::vector<Layer> layers = {
+      {"mbv2_1x1_56x56x24-144", "conv1x1", {144, 24, 1, 1}, {1, 24, 56, 56}, {}},
+      {"mbv2_1x1_28x28x32-192", "conv1x1", {192, 32, 1, 1}, {1, 32, 28, 28}, {}},
+      {"mbv2_1x1_14x14x64-384", "conv1x1", {384, 64, 1, 1}, {1, 64, 14, 14}, {}},
+      {"mbv2_1x1_7x7x160-960", "conv1x1", {960, 160, 1, 1}, {1, 160, 7, 7}, {}},
+      {"conv3x3_28x28x32-32", "conv_im2col", {32, 32, 3, 3}, {1, 32, 28, 28}, {Attr::Ints("pads", {1, 1, 1, 1})}},
+      {"mlp_fc_784-300", "fc", {300, 784}, {1, 784}, {}},
+      {"mlp_fc_300-100", "fc", {100, 300}, {1, 300}, {}},
+      {"lstm_fc_gates_512x128", "fc", {512, 128}, {1, 128}, {}},
+  };
+  const std::vector<double> sps = quick ? std::vector<double>{0.5, 0.7, 0.9}
+                                        : std::vector<double>{0.3, 0.5, 0.7, 0.8, 0.9, 0.95};
+  const BlockShape shapes[] = {{1, 1}, {1, 4}, {4, 1}, {1, 8}};
+  std::printf("| layer | block | sparsity | dense ms | sparse ms | dense/sparse |\n|---|---|---|---|---|---|\n");
+  for (const Layer& l : layers) {
+    const Tensor x = random_tensor(l.in, 7);
+    const Tensor w0 = random_tensor(Shape(l.wshape.begin(), l.wshape.end()), 3);
+    const double dense_ms = time_model(engine, layer_model(l, w0), force("cpu_dense"), {x});
+    for (BlockShape s : shapes) {
+      if (!minnow::cpu_sparse::shape_fits(s, l.wshape[0], w0.elements() / l.wshape[0])) continue;
+      setenv("MINNOW_CPU_SPARSE_BLOCK", s.str().c_str(), 1);
+      for (double sp : sps) {
+        Tensor w = w0.clone();
+        const int64_t rows = l.wshape[0], cols = w.elements() / rows;
+        minnow::cpu_sparse::prune_blocks(w.data<float>(), rows, cols, s, sp);
+        const double sparse_ms = time_model(engine, layer_model(l, w), force("cpu_sparse"), {x});
+        std::printf("| %s | %s | %.0f%% | %.3f | %.3f | %.2fx |\n", l.name.c_str(), s.str().c_str(),
+                    100 * sp, dense_ms, sparse_ms, dense_ms / sparse_ms);
+        std::fflush(stdout);
+        pts->push_back({l.kind, s.str(), 1.0 - sp, sparse_ms / dense_ms});
+      }
+    }
+    unsetenv("MINNOW_CPU_SPARSE_BLOCK");
+  }
+}
+
+void print_fit(const std::vector<Point>& pts) {
+  std::printf("\nFit t_sparse/t_dense = r0 + slope*density (paste into thresholds.cc):\n");
+  for (const char* kind : {"fc", "conv1x1", "conv_im2col"})
+    for (const char* shape : {"1x1", "1x4", "4x1", "1x8"}) {
+      double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+      for (const Point& p : pts)
+        if (p.kind == kind && p.shape == shape) {
+          n += 1; sx += p.density; sy += p.ratio; sxx += p.density * p.density; sxy += p.density * p.ratio;
+        }
+      if (n < 2) continue;
+      const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx), r0 = (sy - slope * sx) / n;
+      const char* k = std::strcmp(kind, "fc") == 0 ? "kFc" : std::strcmp(kind, "conv1x1") == 0 ? "kConv1x1" : "kConvIm2col";
+      std::printf("    {Kind::%s, {%c, %c}, %.4f, %.4f},  // break-even sparsity %.0f%%\n", k, shape[0],
+                  shape[2], r0, slope, slope > 0 ? 100 * (1 - std::min(1.0, (1 - r0) / slope)) : 100.0);
+    }
+}
+
+// Prunes the constant weights (input 1) of the nodes `pick` selects to `sparsity`.
+std::shared_ptr<const Model> prune_model(const Model& m, double sparsity,
+                                         bool (*pick)(const ir::Node&, const ir::TensorInfo&)) {
+  ir::ModelIR ir = m.ir();
+  int pruned = 0;
+  for (const auto& node : ir.graph.nodes) {
+    if (node.inputs.size() < 2 || node.inputs[1] < 0) continue;
+    ir::TensorInfo& t = ir.graph.tensors[node.inputs[1]];
+    const Tensor* dense = m.constant(node.inputs[1]);
+    if (!dense || dense->dtype() != DataType::kFloat32 || !pick(node, t)) continue;
+    Tensor w = dense->clone();
+    const int64_t rows = w.shape()[0], cols = w.elements() / rows;
+    minnow::cpu_sparse::prune_blocks(w.data<float>(), rows, cols, {1, 1}, sparsity);
+    ir.buffers.push_back(ir::Blob::copy_of(w.data<float>(), static_cast<size_t>(w.elements()) * 4));
+    ir::DenseStage ds;
+    ds.buffer = static_cast<uint32_t>(ir.buffers.size() - 1);
+    t.encodings = {ds};
+    ++pruned;
+  }
+  std::printf("  (%d weight tensors pruned to %.0f%%)\n", pruned, 100 * sparsity);
+  return check(Model::from_ir(std::move(ir), m.origin()), "pruned model");
+}
+
+void bench_model(const std::shared_ptr<Engine>& engine, const std::string& path, const char* label,
+                 bool (*pick)(const ir::Node&, const ir::TensorInfo&)) {
+  auto loaded = engine->load_model(path);
+  if (!loaded.is_ok()) {
+    std::printf("%s: skipped (%s)\n", label, loaded.status().message().c_str());
+    return;
+  }
+  std::printf("%s (%s):\n", label, path.c_str());
+  auto model = prune_model(*loaded.value(), 0.9, pick);
+  const auto& in = model->graph().tensors[model->graph().inputs[0]];
+  Shape shape = in.static_shape();
+  for (auto& d : shape) if (d < 0) d = 1;
+  const Tensor x = random_tensor(shape, 5);
+  if (auto pm = engine->prepare(model); !pm.is_ok()) {
+    std::printf("%s: skipped (%s)\n", label, pm.status().message().c_str());
+    return;
+  }
+  BackendPolicy no_sparse;
+  no_sparse.forbid = {"cpu_sparse"};
+  std::string kernels;
+  const double dense_ms = time_model(engine, model, no_sparse, {x});
+  const double sparse_ms = time_model(engine, model, {}, {x}, &kernels);
+  std::printf("| %s, 90%% pruned | %.3f ms | %.3f ms | %.2fx | %s |\n", label, dense_ms, sparse_ms,
+              dense_ms / sparse_ms, kernels.c_str());
+}
+
+bool pick_fc(const ir::Node& n, const ir::TensorInfo&) { return n.op == "Gemm" || n.op == "MatMul"; }
+bool pick_1x1(const ir::Node& n, const ir::TensorInfo& t) {
+  auto s = t.static_shape();
+  return n.op == "Conv" && s.size() == 4 && s[2] == 1 && s[3] == 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool fit = false, quick = false, layers = true;
+  std::string model_dir;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) g_runs = std::max(1, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--fit")) fit = true;
+    else if (!std::strcmp(argv[i], "--quick")) quick = true;
+    else if (!std::strcmp(argv[i], "--models-only")) layers = false;
+    else if (!std::strcmp(argv[i], "--model-dir") && i + 1 < argc) model_dir = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: sparse_bench [--runs N] [--fit] [--quick] [--models-only] [--model-dir DIR]\n");
+      return 2;
+    }
+  }
+  auto engine = check(Engine::create(), "engine");
+  std::vector<Point> pts;
+  if (layers) {
+    bench_layers(engine, quick, &pts);
+    if (fit) print_fit(pts);
+  }
+  if (!model_dir.empty()) {
+    std::printf("\n| model | dense | sparse | dense/sparse | sparse kernels |\n|---|---|---|---|---|\n");
+    bench_model(engine, model_dir + "/mlp/mlp.onnx", "mlp", pick_fc);
+    bench_model(engine, model_dir + "/lstm/lstm.onnx", "lstm", pick_fc);
+    bench_model(engine, model_dir + "/mobilenet/mobilenet.onnx", "mobilenet (1x1 convs)", pick_1x1);
+  }
+  return 0;
+}

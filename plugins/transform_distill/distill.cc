@@ -1,0 +1,285 @@
+// distill: fine-tunes a compressed model so its outputs match the original (teacher) on
+// unlabeled images: soft-target KL loss at temperature T (Hinton et al.), plus
+// cross-entropy when labels are given. Trained: surviving weights and biases of Gemm /
+// MatMul / Conv, and codebook centroids. Held fixed: the pruning mask (weights that are
+// zero, or outside a sparse structure) and each weight's codebook assignment, so the
+// model keeps exactly its compressed structure and size. Uniformly quantized tensors are
+// left as they are. Adam, mini-batches, deterministic for a seed.
+//
+// Options: images=IDX (required)  labels=IDX  teacher=MODEL (default: the input model)
+//   mean=0.2860 std=0.3530 raw_shape=1x28x28 (raw float32 images)  epochs=1 batch=64
+//   lr=0.001 temperature=4 ce_weight=0.5 limit=N (first N images)
+//   eval_images=IDX eval_labels=IDX (accuracy before/after)  plugin_path=DIR  progress=0|1
+#include "../compress_common/encode.h"
+#include "../compress_common/evaluate.h"
+#include "../compress_common/ir_util.h"
+#include "../compress_common/train_graph.h"
+#include "../compress_common/transform_plugin.h"
+
+#include <minnow/model_builder.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+
+namespace minnow {
+namespace compress {
+namespace {
+
+// One trainable tensor: its free variables and how they map onto the elements.
+struct ParamState {
+  int tensor = -1;
+  bool codebook = false;
+  std::vector<float> centroids;       // codebook: the trained values
+  std::vector<int32_t> assign;        // per element: centroid, or -1 = fixed
+  std::vector<uint8_t> free;          // plain: 1 = trained element
+  std::vector<float> m, v;            // Adam moments per free variable
+};
+
+void adam(float& x, float g, float& m, float& v, float lr, int64_t t) {
+  const float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
+  m = b1 * m + (1 - b1) * g;
+  v = b2 * v + (1 - b2) * g * g;
+  float mh = m / (1 - std::pow(b1, float(t))), vh = v / (1 - std::pow(b2, float(t)));
+  x -= lr * mh / (std::sqrt(vh) + eps);
+}
+
+ParamState make_state(const ir::ModelIR& m, TrainGraph& tg, int t, bool is_weight) {
+  ParamState s;
+  s.tensor = t;
+  const auto& info = m.graph.tensors[size_t(t)];
+  const Value& w = tg.param(t);
+  const ir::CodebookStage* cb = nullptr;
+  for (const auto& st : info.encodings)
+    if (auto* c = std::get_if<ir::CodebookStage>(&st)) cb = c;
+  Layout layout = layout_of(m, t);
+  std::vector<uint8_t> stored(w.data.size(), layout.sparse ? 0 : 1);
+  for (int64_t sl : layout.slots) stored[size_t(sl)] = 1;
+  if (!info.quant.empty()) {  // uniform levels x per-channel scales: left as they are
+    s.free.assign(w.data.size(), 0);
+    return s;
+  }
+  if (cb) {
+    s.codebook = true;
+    s.centroids = cb->centroids;
+    s.assign.assign(w.data.size(), -1);
+    for (size_t k = 0; k < w.data.size(); ++k) {
+      if (!stored[k]) continue;
+      for (size_t c = 0; c < s.centroids.size(); ++c)
+        if (s.centroids[c] == w.data[k]) { s.assign[k] = int32_t(c); break; }
+    }
+    s.m.assign(s.centroids.size(), 0.f);
+    s.v.assign(s.centroids.size(), 0.f);
+    return s;
+  }
+  s.free.resize(w.data.size());
+  for (size_t k = 0; k < w.data.size(); ++k) s.free[k] = stored[k] && (!is_weight || w.data[k] != 0.f);
+  s.m.assign(w.data.size(), 0.f);
+  s.v.assign(w.data.size(), 0.f);
+  return s;
+}
+
+void step(ParamState& s, TrainGraph& tg, float lr, int64_t t) {
+  Value& w = tg.param(s.tensor);
+  const Value& g = tg.param_grad(s.tensor);
+  if (s.codebook) {
+    std::vector<double> gc(s.centroids.size(), 0.0);
+    for (size_t k = 0; k < w.data.size(); ++k)
+      if (s.assign[k] >= 0) gc[size_t(s.assign[k])] += g.data[k];
+    for (size_t c = 0; c < s.centroids.size(); ++c)
+      if (s.centroids[c] != 0.f)  // a zero centroid holds pruned weights: stays zero
+        adam(s.centroids[c], float(gc[c]), s.m[c], s.v[c], lr, t);
+    for (size_t k = 0; k < w.data.size(); ++k)
+      if (s.assign[k] >= 0) w.data[k] = s.centroids[size_t(s.assign[k])];
+    return;
+  }
+  for (size_t k = 0; k < w.data.size(); ++k)
+    if (s.free[k]) adam(w.data[k], g.data[k], s.m[k], s.v[k], lr, t);
+}
+
+// Writes the trained values back without changing the tensor's structure.
+void write_back(ir::ModelIR& m, const ParamState& s, const Value& w) {
+  auto& info = m.graph.tensors[size_t(s.tensor)];
+  if (!info.quant.empty()) return;
+  if (s.codebook) {
+    for (auto& st : info.encodings)
+      if (auto* c = std::get_if<ir::CodebookStage>(&st)) c->centroids = s.centroids;
+    return;
+  }
+  Layout layout = layout_of(m, s.tensor);
+  std::vector<float> vals;
+  for (int64_t sl : layout.slots) vals.push_back(w.data[size_t(sl)]);
+  if (layout.sparse && layout.row_ptr.empty()) {  // block-sparse: re-encode from values
+    Tensor t(DataType::kFloat32, w.shape);
+    std::copy(w.data.begin(), w.data.end(), t.data<float>());
+    store_smallest(m, s.tensor, t);
+    return;
+  }
+  store_values(m, s.tensor, layout, vals);
+}
+
+std::shared_ptr<const Model> model_of(const ir::ModelIR& m) {
+  auto bytes = serialize_model(m);
+  if (!bytes) throw std::runtime_error(bytes.status().message());
+  auto model = Model::load_bytes(std::move(bytes.value()), "<distill>");
+  if (!model) throw std::runtime_error(model.status().message());
+  return model.value();
+}
+
+void distill(TransformContext& ctx) {
+  ir::ModelIR& m = ctx.model;
+  const Options& o = ctx.options;
+  const std::string images = o.get_string("images", "");
+  if (images.empty()) throw std::runtime_error("distill: option images=<idx file> is required (unlabeled training images)");
+  const std::string labels_path = o.get_string("labels", "");
+  const std::string teacher_path = o.get_string("teacher", "");
+  const float mean = float(o.get_double("mean", 0.2860)), stdv = float(o.get_double("std", 0.3530));
+  const std::string raw_shape = o.get_string("raw_shape", "");
+  const int epochs = int(o.get_int("epochs", 1));
+  const int64_t batch = o.get_int("batch", 64);
+  const float lr = float(o.get_double("lr", 1e-3));
+  const float T = float(o.get_double("temperature", 4.0));
+  const float ce_weight = float(o.get_double("ce_weight", 0.5));
+  const int64_t limit = o.get_int("limit", -1);
+  const std::string eval_images = o.get_string("eval_images", ""), eval_labels = o.get_string("eval_labels", "");
+  const std::string plugin_path = o.get_string("plugin_path", "");
+  const bool progress = o.get_bool("progress", false);
+  if (epochs < 0 || batch < 1 || lr <= 0 || T <= 0) throw std::runtime_error("distill: epochs >= 0, batch >= 1, lr > 0, temperature > 0");
+
+  Images data = load_images(images, mean, stdv, raw_shape);
+  if (limit >= 0) data.count = std::min(data.count, limit);
+  std::vector<int32_t> labels;
+  if (!labels_path.empty()) labels = load_labels(labels_path);
+  if (!labels.empty() && int64_t(labels.size()) < data.count) throw std::runtime_error("distill: fewer labels than images");
+
+  // Teacher logits for every training image, once (through the engine's kernels).
+  std::shared_ptr<const Model> teacher;
+  if (!teacher_path.empty()) {
+    auto t = Model::load_file(teacher_path);
+    if (!t) throw std::runtime_error(t.status().message());
+    teacher = t.value();
+  } else {
+    teacher = model_of(m);
+  }
+  int64_t classes = 0;
+  std::vector<float> tlogits;
+  {
+    Runner r(teacher, plugin_path);
+    tlogits = r.logits(data, 0, data.count, &classes);
+  }
+  Images ev;
+  std::vector<int32_t> ev_labels;
+  if (!eval_images.empty()) {
+    if (eval_labels.empty()) throw std::runtime_error("distill: eval_images needs eval_labels");
+    ev = load_images(eval_images, mean, stdv, raw_shape);
+    ev_labels = load_labels(eval_labels);
+    Runner r(model_of(m), plugin_path);
+    ctx.metric = "accuracy";
+    ctx.metric_before = float(accuracy(r, ev, ev_labels));
+  }
+
+  TrainGraph tg(m);
+  std::vector<ParamState> states;
+  for (int t : tg.params()) {
+    bool is_weight = false;
+    for (const auto& n : m.graph.nodes) is_weight = is_weight || (n.inputs.size() > 1 && n.inputs[1] == t);
+    states.push_back(make_state(m, tg, t, is_weight));
+  }
+  const int64_t per = data.sample_size();
+  std::mt19937_64 rng(ctx.seed);
+  std::vector<int64_t> order(size_t(data.count));
+  std::iota(order.begin(), order.end(), 0);
+  int64_t t_step = 0;
+  auto start = std::chrono::steady_clock::now();
+  char line[256];
+  ctx.report << "distill: " << data.count << " images, " << epochs << " epoch(s), batch " << batch << ", lr " << lr
+             << ", T " << T << (labels.empty() ? "" : ", with labels") << (teacher_path.empty() ? ", teacher = input model" : "")
+             << "\n";
+  for (int ep = 0; ep < epochs; ++ep) {
+    std::shuffle(order.begin(), order.end(), rng);
+    double loss_sum = 0;
+    int64_t seen = 0, agree = 0;
+    for (int64_t b0 = 0; b0 < data.count; b0 += batch) {
+      const int64_t n = std::min(batch, data.count - b0);
+      std::vector<float> x(size_t(n * per));
+      for (int64_t i = 0; i < n; ++i)
+        std::copy(data.data.begin() + order[size_t(b0 + i)] * per, data.data.begin() + (order[size_t(b0 + i)] + 1) * per,
+                  x.begin() + i * per);
+      const Value& z = tg.forward(x, n);
+      if (z.size() != n * classes) throw std::runtime_error("distill: student and teacher outputs differ in shape");
+      std::vector<float> dz(size_t(n * classes));
+      for (int64_t i = 0; i < n; ++i) {
+        const float* zs = &z.data[size_t(i * classes)];
+        const float* zt = &tlogits[size_t(order[size_t(b0 + i)] * classes)];
+        const size_t nc = static_cast<size_t>(classes);
+        std::vector<double> p(nc), q(nc), q1(nc);
+        double mp = *std::max_element(zt, zt + classes), mq = *std::max_element(zs, zs + classes), sp = 0, sq = 0, s1 = 0;
+        for (int64_t c = 0; c < classes; ++c) {
+          sp += p[size_t(c)] = std::exp((zt[c] - mp) / T);
+          sq += q[size_t(c)] = std::exp((zs[c] - mq) / T);
+          s1 += q1[size_t(c)] = std::exp(zs[c] - mq);
+        }
+        double kl = 0;
+        for (int64_t c = 0; c < classes; ++c) {
+          p[size_t(c)] /= sp; q[size_t(c)] /= sq; q1[size_t(c)] /= s1;
+          if (p[size_t(c)] > 0) kl += p[size_t(c)] * (std::log(p[size_t(c)]) - std::log(std::max(q[size_t(c)], 1e-30)));
+          // d(T^2 KL)/dz = T (q - p); averaged over the batch.
+          dz[size_t(i * classes + c)] = float(T * (q[size_t(c)] - p[size_t(c)]) / double(n));
+        }
+        loss_sum += double(T) * T * kl;
+        if (!labels.empty()) {
+          int32_t y = labels[size_t(order[size_t(b0 + i)])];
+          loss_sum += ce_weight * -std::log(std::max(q1[size_t(y)], 1e-30));
+          for (int64_t c = 0; c < classes; ++c)
+            dz[size_t(i * classes + c)] += float(ce_weight * (q1[size_t(c)] - (c == y ? 1.0 : 0.0)) / double(n));
+        }
+        agree += (std::max_element(zs, zs + classes) - zs) == (std::max_element(zt, zt + classes) - zt);
+      }
+      tg.backward(dz);
+      ++t_step;
+      for (auto& s : states) step(s, tg, lr, t_step);
+      seen += n;
+      if (progress) {
+        double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        int bar = int(30 * seen / data.count);
+        std::fprintf(stderr, "\r  distill epoch %d/%d [%-30s] %5.1f%%  loss %.4f  agree %.3f  %.0fs ", ep + 1, epochs,
+                     std::string(size_t(bar), '=').c_str(), 100.0 * seen / data.count, loss_sum / seen,
+                     double(agree) / seen, secs);
+        std::fflush(stderr);
+      }
+    }
+    if (progress) std::fprintf(stderr, "\n");
+    std::snprintf(line, sizeof line, "  epoch %d: loss %.4f, agreement with teacher %.4f (during the epoch)\n", ep + 1,
+                  seen ? loss_sum / seen : 0.0, seen ? double(agree) / seen : 0.0);
+    ctx.report << line;
+  }
+  int trained = 0;
+  for (auto& s : states) {
+    write_back(m, s, tg.param(s.tensor));
+    trained += m.graph.tensors[size_t(s.tensor)].quant.empty();
+  }
+  ctx.report << "  trained " << trained << " of " << states.size() << " weight/bias tensors (masks and codebook assignments fixed)\n";
+  if (!ev.data.empty()) {
+    Runner r(model_of(m), plugin_path);
+    ctx.metric_after = float(accuracy(r, ev, ev_labels));
+    std::snprintf(line, sizeof line, "  accuracy %.4f -> %.4f\n", ctx.metric_before, ctx.metric_after);
+    ctx.report << line;
+  }
+  std::snprintf(line, sizeof line,
+                "{\"epochs\":%d,\"batch\":%lld,\"lr\":%g,\"temperature\":%g,\"ce_weight\":%g,\"images\":%lld,\"labels\":%s,\"seed\":%llu}",
+                epochs, (long long)batch, double(lr), double(T), double(ce_weight), (long long)data.count,
+                labels.empty() ? "false" : "true", (unsigned long long)ctx.seed);
+  ctx.parameters = line;
+}
+
+}  // namespace
+}  // namespace compress
+}  // namespace minnow
+
+MINNOW_DEFINE_TRANSFORM("distill", "0.1.0",
+                        "distillation fine-tuning from the original model (masks and codebook assignments fixed)",
+                        minnow::compress::distill)

@@ -1,0 +1,185 @@
+// quantize: weight quantization of every Gemm / MatMul / Conv weight matrix.
+//  kind=codebook: non-uniform, per layer: 1-D k-means with 2^bits centroids (Deep
+//    Compression weight sharing) stored as [Codebook] or [Sparse, Codebook]. A pruned
+//    tensor stored dense keeps its zeros through a fixed centroid 0.0 (index 0), so the
+//    pruning mask survives quantization and fine-tuning.
+//  kind=uniform: per-channel symmetric (scale = max|w| / (2^(bits-1) - 1) per output
+//    channel), levels stored as int8 (bits = 8) or as a codebook of the integer levels
+//    (bits < 8), with QuantParams on the tensor; the loader dequantizes.
+// Dense or CSR storage is chosen per tensor, whichever is smaller.
+//
+// Options: bits=4 (2..8)  kind=codebook|uniform  bits@<tensor>=N  min_size=<elements>
+//          layout=auto|dense|sparse (auto: smaller at fixed width)
+#include "../compress_common/encode.h"
+#include "../compress_common/ir_util.h"
+#include "../compress_common/kmeans.h"
+#include "../compress_common/transform_plugin.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+namespace minnow {
+namespace compress {
+namespace {
+
+struct Choice {
+  Layout layout;
+  bool zero_centroid = false;  // dense layout with pruned zeros to keep
+};
+
+// Dense (all elements, zeros kept by a reserved centroid) or CSR (non-zeros only),
+// whichever stores fewer bytes at `bits` per index.
+Choice choose_layout(const Tensor& w, int bits, const std::string& mode) {
+  Layout sp = csr_layout(w);
+  const int64_t n = w.elements();
+  const int64_t nnz = int64_t(sp.slots.size());
+  uint64_t dense_bytes = (uint64_t(n) * uint64_t(bits) + 7) / 8;
+  uint64_t sparse_bytes = csr_index_bytes(sp) + (uint64_t(nnz) * uint64_t(bits) + 7) / 8;
+  Choice c;
+  // layout=dense suits a following huffman step: the zero index then costs about one bit,
+  // less than CSR's 32-bit column index per non-zero.
+  bool sparse = mode == "sparse" || (mode == "auto" && sparse_bytes < dense_bytes);
+  if (sparse && nnz > 0) {
+    c.layout = std::move(sp);
+  } else {
+    c.layout = dense_layout(sp.rows, sp.cols);
+    c.zero_centroid = nnz < n;
+  }
+  return c;
+}
+
+void codebook(ir::ModelIR& m, int t, const Tensor& w, int bits, const std::string& mode) {
+  Choice ch = choose_layout(w, bits, mode);
+  const float* p = w.data<float>();
+  std::vector<float> vals;
+  std::vector<size_t> which;  // slot positions that take part in k-means
+  for (size_t s = 0; s < ch.layout.slots.size(); ++s) {
+    float v = p[ch.layout.slots[s]];
+    if (ch.zero_centroid && v == 0.f) continue;
+    vals.push_back(v);
+    which.push_back(s);
+  }
+  int k = (1 << bits) - (ch.zero_centroid ? 1 : 0);
+  KMeansResult km = kmeans_1d(vals, k);
+  std::vector<float> cent;
+  std::vector<uint32_t> idx(ch.layout.slots.size(), 0);
+  if (ch.zero_centroid) cent.push_back(0.f);
+  const uint32_t off = uint32_t(cent.size());
+  for (float c : km.centroids) cent.push_back(c);
+  for (size_t i = 0; i < which.size(); ++i) idx[which[i]] = km.assign[i] + off;
+  store_codebook(m, t, ch.layout, cent, idx, bits);
+}
+
+void uniform(ir::ModelIR& m, int t, const Tensor& w, int bits, int axis, const std::string& mode) {
+  const Shape& s = w.shape();
+  const int64_t channels = s[size_t(axis)];
+  int64_t inner = 1;
+  for (size_t k = size_t(axis) + 1; k < s.size(); ++k) inner *= s[k];
+  const int qmax = (1 << (bits - 1)) - 1;
+  std::vector<float> scale(size_t(channels), 0.f);
+  const float* p = w.data<float>();
+  for (int64_t k = 0; k < w.elements(); ++k) {
+    size_t c = size_t((k / inner) % channels);
+    scale[c] = std::max(scale[c], std::fabs(p[k]));
+  }
+  for (auto& sc : scale) sc = sc > 0 ? sc / float(qmax) : 1.f;
+  std::vector<int> q(size_t(w.elements()));
+  for (int64_t k = 0; k < w.elements(); ++k) {
+    size_t c = size_t((k / inner) % channels);
+    q[size_t(k)] = std::max(-qmax, std::min(qmax, int(std::lround(p[k] / scale[c]))));
+  }
+  // Which elements to store: every one, or the non-zero levels in CSR when smaller.
+  Tensor levels(DataType::kFloat32, s);
+  for (int64_t k = 0; k < w.elements(); ++k) levels.data<float>()[k] = float(q[size_t(k)]);
+  Layout sp = csr_layout(levels);
+  uint64_t dense_bytes = (uint64_t(w.elements()) * bits + 7) / 8;
+  uint64_t sparse_bytes = csr_index_bytes(sp) + (uint64_t(sp.slots.size()) * bits + 7) / 8;
+  bool sparse = mode == "sparse" || (mode == "auto" && sparse_bytes < dense_bytes);
+  Layout l = sparse && !sp.slots.empty() ? sp : dense_layout(sp.rows, sp.cols);
+  if (bits == 8) {
+    std::vector<int8_t> v;
+    for (int64_t slot : l.slots) v.push_back(int8_t(q[size_t(slot)]));
+    std::vector<float> dummy;
+    store_values(m, t, l, dummy);  // builds the sparse stage (if any) + an empty dense stage
+    auto& enc = m.graph.tensors[size_t(t)].encodings;
+    enc.back() = ir::DenseStage{add_buffer(m, v.data(), v.size()), DataType::kInt8};
+  } else {
+    std::vector<float> cent;
+    for (int lv = -qmax; lv <= qmax; ++lv) cent.push_back(float(lv));
+    std::vector<uint32_t> idx;
+    for (int64_t slot : l.slots) idx.push_back(uint32_t(q[size_t(slot)] + qmax));
+    store_codebook(m, t, l, cent, idx, bits);
+  }
+  auto& qp = m.graph.tensors[size_t(t)].quant;
+  qp = ir::QuantParams{};
+  qp.scale = scale;
+  qp.zero_point.assign(scale.size(), 0);
+  qp.axis = axis;
+  qp.bits = bits;
+  qp.symmetric = true;
+}
+
+void quantize(TransformContext& ctx) {
+  ir::ModelIR& m = ctx.model;
+  const int bits = int(ctx.options.get_int("bits", 4));
+  const std::string kind = ctx.options.get_string("kind", "codebook");
+  const int64_t min_size = ctx.options.get_int("min_size", 0);
+  const std::string layout = ctx.options.get_string("layout", "auto");
+  if (layout != "auto" && layout != "dense" && layout != "sparse")
+    throw std::runtime_error("quantize: layout must be auto, dense or sparse");
+  if (kind != "codebook" && kind != "uniform") throw std::runtime_error("quantize: kind must be codebook or uniform");
+  auto check_bits = [](int b, const std::string& what) {
+    if (b < 2 || b > 8) throw std::runtime_error("quantize: " + what + " must be 2..8, got " + std::to_string(b));
+  };
+  check_bits(bits, "bits");
+  auto refs = weight_tensors(m);
+  std::vector<int> done;
+  for (const auto& kv : ctx.options.all())
+    if (kv.first.rfind("bits@", 0) == 0) {
+      bool known = false;
+      for (auto& r : refs) known = known || kv.first == "bits@" + r.name;
+      if (!known) throw std::runtime_error("quantize: no weight tensor named '" + kv.first.substr(5) + "'");
+    }
+  char line[256];
+  ctx.report << "quantize (" << kind << ", " << bits << " bits):\n";
+  std::string params = "{\"kind\":\"" + kind + "\",\"bits\":" + std::to_string(bits) + ",\"min_size\":" +
+                       std::to_string(min_size) + ",\"layout\":\"" + layout + "\"";
+  for (const auto& r : refs) {
+    if (std::find(done.begin(), done.end(), r.tensor) != done.end()) continue;
+    done.push_back(r.tensor);
+    std::string key = "bits@" + r.name;
+    int b = int(ctx.options.get_int(key, bits));
+    check_bits(b, key);
+    if (ctx.options.has(key)) params += ",\"" + json_escape(key) + "\":" + std::to_string(b);
+    Tensor w = constant_f32(m, r.tensor);
+    if (w.elements() < min_size) continue;
+    uint64_t before = stored_bytes(m, r.tensor);
+    Tensor orig = w.clone();
+    if (kind == "codebook") codebook(m, r.tensor, w, b, layout);
+    else uniform(m, r.tensor, w, b, r.out_axis, layout);
+    Tensor back = constant_f32(m, r.tensor);
+    double err = 0, ref = 0;
+    for (int64_t k = 0; k < w.elements(); ++k) {
+      double d = double(back.data<float>()[k]) - orig.data<float>()[k];
+      err += d * d;
+      ref += double(orig.data<float>()[k]) * orig.data<float>()[k];
+    }
+    const auto& enc = m.graph.tensors[size_t(r.tensor)].encodings;
+    bool sparse = std::holds_alternative<ir::SparseStage>(enc.front());
+    std::snprintf(line, sizeof line, "  %-24s %9lld params  %d bits  %s  %llu -> %llu bytes  rel. error %.4f\n",
+                  r.name.c_str(), (long long)w.elements(), b, sparse ? "CSR  " : "dense",
+                  (unsigned long long)before, (unsigned long long)stored_bytes(m, r.tensor),
+                  ref > 0 ? std::sqrt(err / ref) : 0.0);
+    ctx.report << line;
+  }
+  ctx.parameters = params + "}";
+}
+
+}  // namespace
+}  // namespace compress
+}  // namespace minnow
+
+MINNOW_DEFINE_TRANSFORM("quantize", "0.1.0", "k-means codebook or per-channel uniform weight quantization (2-8 bits)",
+                        minnow::compress::quantize)

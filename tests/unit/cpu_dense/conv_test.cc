@@ -1,0 +1,359 @@
+// Conv against the direct definition: for every output element, the sum over the group's
+// input channels and all kernel taps that land inside the (unpadded) input.
+#include <doctest/doctest.h>
+
+#include "test_util.h"
+
+using namespace cdt;
+
+namespace {
+
+struct ConvSpec {
+  std::vector<int64_t> x;  // N, C, spatial...
+  int64_t M = 1;
+  int64_t group = 1;
+  std::vector<int64_t> k, s, d, pads;  // pads: begins then ends
+  std::string auto_pad = "NOTSET";
+  bool bias = true;
+};
+
+// ONNX output size and pads for one spatial dim (written from the spec, independently of
+// the kernel's own resolution).
+void onnx_geometry(const std::string& auto_pad, int64_t in, int64_t k, int64_t s, int64_t d,
+                   int64_t* pb, int64_t* pe, int64_t* out) {
+  const int64_t eff = (k - 1) * d + 1;
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    *out = (in + s - 1) / s;
+    int64_t total = std::max<int64_t>(0, (*out - 1) * s + eff - in);
+    *pb = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+    *pe = total - *pb;
+    return;
+  }
+  if (auto_pad == "VALID") *pb = *pe = 0;
+  *out = (in + *pb + *pe - eff) / s + 1;
+}
+
+// Advances a multi-index over `dims`; false when it wraps around.
+bool next_index(std::vector<int64_t>& idx, const std::vector<int64_t>& dims) {
+  for (size_t i = idx.size(); i-- > 0;) {
+    if (++idx[i] < dims[i]) return true;
+    idx[i] = 0;
+  }
+  return false;
+}
+
+struct ConvProblem {
+  Tensor x, w, b;
+  std::vector<int64_t> out_shape;
+  std::vector<double> want;
+};
+
+ConvProblem make_problem(std::mt19937& rng, const ConvSpec& c) {
+  const size_t nsp = c.x.size() - 2;
+  const int64_t N = c.x[0], C = c.x[1], Cg = C / c.group, M = c.M, Mg = M / c.group;
+  std::vector<int64_t> ws{M, Cg};
+  ws.insert(ws.end(), c.k.begin(), c.k.end());
+  ConvProblem p;
+  p.x = random_f32(rng, c.x);
+  p.w = random_f32(rng, ws);
+  p.b = random_f32(rng, {M});
+  std::vector<int64_t> pb(nsp), pe(nsp), os(nsp);
+  for (size_t i = 0; i < nsp; ++i) {
+    pb[i] = c.pads.empty() ? 0 : c.pads[i];
+    pe[i] = c.pads.empty() ? 0 : c.pads[nsp + i];
+    onnx_geometry(c.auto_pad, c.x[2 + i], c.k[i], c.s[i], c.d[i], &pb[i], &pe[i], &os[i]);
+  }
+  p.out_shape = {N, M};
+  p.out_shape.insert(p.out_shape.end(), os.begin(), os.end());
+  // Strides of X and W for multi-index addressing.
+  auto offset = [](const std::vector<int64_t>& dims, const std::vector<int64_t>& idx) {
+    int64_t o = 0;
+    for (size_t i = 0; i < dims.size(); ++i) o = o * dims[i] + idx[i];
+    return o;
+  };
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t m = 0; m < M; ++m) {
+      const int64_t g = m / Mg;
+      std::vector<int64_t> o(nsp, 0);
+      do {
+        double sum = c.bias ? p.b.f()[m] : 0.0;
+        for (int64_t cc = 0; cc < Cg; ++cc) {
+          std::vector<int64_t> kk(nsp, 0);
+          do {
+            std::vector<int64_t> xi{n, g * Cg + cc};
+            bool inside = true;
+            for (size_t i = 0; i < nsp; ++i) {
+              int64_t pos = o[i] * c.s[i] - pb[i] + kk[i] * c.d[i];
+              inside = inside && pos >= 0 && pos < c.x[2 + i];
+              xi.push_back(pos);
+            }
+            if (!inside) continue;
+            std::vector<int64_t> wi{m, cc};
+            wi.insert(wi.end(), kk.begin(), kk.end());
+            sum += double(p.x.f()[offset(c.x, xi)]) * p.w.f()[offset(ws, wi)];
+          } while (next_index(kk, c.k));
+        }
+        p.want.push_back(sum);
+      } while (next_index(o, os));
+    }
+  return p;
+}
+
+FakeNode conv_node(const ConvSpec& c, int version = 11) {
+  FakeNode node("Conv", version);
+  node.set("group", c.group).set("strides", c.s).set("dilations", c.d);
+  if (c.auto_pad != "NOTSET")
+    node.set("auto_pad", c.auto_pad);
+  else if (!c.pads.empty())
+    node.set("pads", c.pads);
+  if (version % 2) node.set("kernel_shape", c.k);  // present half the time
+  return node;
+}
+
+void check_conv(std::mt19937& rng, const ConvSpec& c, Ctx ctx, bool hide_dims = false,
+                bool weights_constant = true, size_t* chunks = nullptr) {
+  ConvProblem p = make_problem(rng, c);
+  std::vector<Tensor> in{p.x, p.w};
+  if (weights_constant) in[1].as_constant();
+  if (c.bias) in.push_back(p.b);
+  std::vector<Tensor> out{Tensor::out(p.out_shape)};
+  CAPTURE(shape_str(c.x));
+  CAPTURE(c.M);
+  CAPTURE(c.group);
+  CAPTURE(shape_str(c.k));
+  CAPTURE(shape_str(c.s));
+  CAPTURE(shape_str(c.d));
+  CAPTURE(shape_str(c.pads));
+  CAPTURE(c.auto_pad);
+  CAPTURE(ctx_name(ctx));
+  RunOptions o;
+  o.ctx = ctx;
+  o.hide_dims_at_prepare = hide_dims;
+  RunResult r = run(conv_node(c, 1 + static_cast<int>(rng() % 17)), in, out, o);
+  REQUIRE_MESSAGE(r.ok(), r.error);
+  CDT_CHECK_CLOSE(out[0].f(), p.want);
+  if (chunks) *chunks = r.chunks;
+}
+
+}  // namespace
+
+TEST_SUITE("conv") {
+  TEST_CASE("Conv known answers") {
+    {  // 3x3 input 1..9, 2x2 kernel 1..4, no padding
+      std::vector<Tensor> in{Tensor::f32({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}),
+                             Tensor::f32({1, 1, 2, 2}, {1, 2, 3, 4})};
+      std::vector<Tensor> out{Tensor::out({1, 1, 2, 2})};
+      RunResult r = run(FakeNode("Conv", 11), in, out);
+      REQUIRE_MESSAGE(r.ok(), r.error);
+      CHECK(r.kernel_name == "f32_conv2d_ref");
+      CDT_CHECK_CLOSE(out[0].f(), std::vector<float>({37, 47, 67, 77}));
+    }
+    {  // same, pads 1, stride 2, bias 0.5: windows start at -1 and 1
+      std::vector<Tensor> in{Tensor::f32({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}),
+                             Tensor::f32({1, 1, 2, 2}, {1, 2, 3, 4}), Tensor::f32({1}, {0.5f})};
+      std::vector<Tensor> out{Tensor::out({1, 1, 2, 2})};
+      FakeNode node("Conv", 11);
+      node.set("pads", std::vector<int64_t>{1, 1, 1, 1}).set("strides", std::vector<int64_t>{2, 2});
+      RunResult r = run(node, in, out);
+      REQUIRE_MESSAGE(r.ok(), r.error);
+      CDT_CHECK_CLOSE(out[0].f(), std::vector<float>({4.5f, 18.5f, 36.5f, 77.5f}));
+    }
+    {  // depthwise 1-D: channel 0 [1,2,3,4] * [1,1], channel 1 [1,1,1,1] * [2,-1]
+      std::vector<Tensor> in{Tensor::f32({1, 2, 4}, {1, 2, 3, 4, 1, 1, 1, 1}),
+                             Tensor::f32({2, 1, 2}, {1, 1, 2, -1})};
+      std::vector<Tensor> out{Tensor::out({1, 2, 3})};
+      RunResult r = run(FakeNode("Conv", 11).set("group", 2), in, out);
+      REQUIRE_MESSAGE(r.ok(), r.error);
+      CHECK(r.kernel_name == "f32_conv1d_ref");
+      CDT_CHECK_CLOSE(out[0].f(), std::vector<float>({3, 5, 7, 1, 1, 1}));
+    }
+    {  // dilation 2: y[i] = x[i] + 10 x[i+2]
+      std::vector<Tensor> in{Tensor::f32({1, 1, 5}, {1, 2, 3, 4, 5}), Tensor::f32({1, 1, 2}, {1, 10})};
+      std::vector<Tensor> out{Tensor::out({1, 1, 3})};
+      RunResult r = run(FakeNode("Conv", 11).set("dilations", std::vector<int64_t>{2}), in, out);
+      REQUIRE_MESSAGE(r.ok(), r.error);
+      CDT_CHECK_CLOSE(out[0].f(), std::vector<float>({31, 42, 53}));
+    }
+    {  // SAME_UPPER pads the end, SAME_LOWER the beginning
+      std::vector<Tensor> in{Tensor::f32({1, 1, 4}, {1, 2, 3, 4}), Tensor::f32({1, 1, 2}, {1, 10})};
+      std::vector<Tensor> out{Tensor::out({1, 1, 4})};
+      RunResult r = run(FakeNode("Conv", 11).set("auto_pad", "SAME_UPPER"), in, out);
+      REQUIRE_MESSAGE(r.ok(), r.error);
+      CDT_CHECK_CLOSE(out[0].f(), std::vector<float>({21, 32, 43, 4}));
+      r = run(FakeNode("Conv", 11).set("auto_pad", "SAME_LOWER"), in, out);
+      REQUIRE_MESSAGE(r.ok(), r.error);
+      CDT_CHECK_CLOSE(out[0].f(), std::vector<float>({10, 21, 32, 43}));
+    }
+    {  // 3-D, 1x1x1 kernel: a per-voxel channel mix; two output channels
+      std::vector<Tensor> in{Tensor::f32({1, 2, 1, 1, 2}, {1, 2, 3, 4}),
+                             Tensor::f32({2, 2, 1, 1, 1}, {1, 1, 1, -1})};
+      std::vector<Tensor> out{Tensor::out({1, 2, 1, 1, 2})};
+      RunResult r = run(FakeNode("Conv", 11), in, out);
+      REQUIRE_MESSAGE(r.ok(), r.error);
+      CHECK(r.kernel_name == "f32_conv3d_ref");
+      CDT_CHECK_CLOSE(out[0].f(), std::vector<float>({4, 6, -2, -2}));
+    }
+  }
+
+  TEST_CASE("Conv matches the definition over many random shapes") {
+    std::mt19937 rng(2024);
+    const char* pads_modes[] = {"NOTSET", "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"};
+    int done = 0;
+    for (int iter = 0; done < 400 && iter < 5000; ++iter) {
+      ConvSpec c;
+      const int nsp = 1 + static_cast<int>(rng() % 3);
+      const int64_t groups[] = {1, 1, 2, 3};
+      c.group = groups[rng() % 4];
+      const bool depthwise = rng() % 5 == 0;
+      const int64_t cg = depthwise ? 1 : 1 + rng() % 4;
+      const int64_t mg = depthwise ? 1 + rng() % 2 : 1 + rng() % 3;
+      if (depthwise) c.group = 1 + rng() % 5;
+      const int64_t maxsp = nsp == 3 ? 6 : nsp == 2 ? 11 : 23;
+      c.x = {1 + static_cast<int64_t>(rng() % 3), c.group * cg};
+      c.M = c.group * mg;
+      c.pads.assign(2 * nsp, 0);
+      for (int i = 0; i < nsp; ++i) {
+        c.x.push_back(1 + rng() % maxsp);
+        c.k.push_back(1 + rng() % (nsp == 3 ? 3 : 4));
+        c.s.push_back(1 + rng() % 3);
+        c.d.push_back(1 + rng() % 3);
+        c.pads[i] = rng() % c.k.back();
+        c.pads[nsp + i] = rng() % (c.k.back() + 1);  // asymmetric
+      }
+      c.auto_pad = pads_modes[rng() % 5];
+      c.bias = rng() % 3 != 0;
+      bool fits = true;
+      for (int i = 0; i < nsp; ++i) {
+        int64_t pb = c.pads[i], pe = c.pads[nsp + i], o;
+        onnx_geometry(c.auto_pad, c.x[2 + i], c.k[i], c.s[i], c.d[i], &pb, &pe, &o);
+        fits = fits && o >= 1 && c.x[2 + i] + pb + pe >= (c.k[i] - 1) * c.d[i] + 1;
+      }
+      if (!fits) continue;
+      check_conv(rng, c, kAllCtx[done % 3], done % 4 == 3, done % 5 != 4);
+      ++done;
+    }
+    CHECK(done == 400);
+  }
+
+  TEST_CASE("Conv: large spatial, 1x1, odd channels, batches; chunked work") {
+    std::mt19937 rng(5);
+    struct Big {
+      ConvSpec c;
+    };
+    std::vector<ConvSpec> specs;
+    {  // 3x3 on 64x64, 3 -> 5 channels, pad 1
+      ConvSpec c;
+      c.x = {1, 3, 64, 64};
+      c.M = 5;
+      c.k = {3, 3};
+      c.s = {1, 1};
+      c.d = {1, 1};
+      c.pads = {1, 1, 1, 1};
+      specs.push_back(c);
+    }
+    {  // 1x1, 7 -> 9 channels, batch 2
+      ConvSpec c;
+      c.x = {2, 7, 13, 11};
+      c.M = 9;
+      c.k = {1, 1};
+      c.s = {1, 1};
+      c.d = {1, 1};
+      specs.push_back(c);
+    }
+    {  // depthwise 5x5 stride 2 SAME_UPPER, 12 channels
+      ConvSpec c;
+      c.x = {2, 12, 33, 29};
+      c.M = 12;
+      c.group = 12;
+      c.k = {5, 5};
+      c.s = {2, 2};
+      c.d = {1, 1};
+      c.auto_pad = "SAME_UPPER";
+      specs.push_back(c);
+    }
+    {  // 3-D with groups
+      ConvSpec c;
+      c.x = {1, 4, 9, 10, 11};
+      c.M = 6;
+      c.group = 2;
+      c.k = {3, 2, 3};
+      c.s = {2, 1, 3};
+      c.d = {1, 2, 1};
+      c.pads = {1, 0, 2, 0, 1, 1};
+      specs.push_back(c);
+    }
+    {  // 1-D long signal, dilated
+      ConvSpec c;
+      c.x = {3, 5, 500};
+      c.M = 4;
+      c.k = {7};
+      c.s = {3};
+      c.d = {4};
+      c.pads = {3, 9};
+      specs.push_back(c);
+    }
+    for (const ConvSpec& c : specs)
+      for (Ctx ctx : kAllCtx) {
+        size_t chunks = 0;
+        check_conv(rng, c, ctx, false, true, &chunks);
+        if (ctx == Ctx::kChunky) CHECK(chunks > 1);
+      }
+  }
+
+  TEST_CASE("Conv errors are reported, not crashes") {
+    std::mt19937 rng(11);
+    auto x = random_f32(rng, {1, 6, 5, 5});
+    {  // group does not divide the channels
+      std::vector<Tensor> in{x, random_f32(rng, {4, 2, 3, 3})}, out{Tensor::out({1, 4, 3, 3})};
+      FakeNode node("Conv", 11);
+      node.set("group", 4);
+      mn_bid b = bid(node, in, out);
+      CHECK(b.cost < 0);
+      CHECK(std::string(b.reason).find("group") != std::string::npos);
+      RunOptions o;
+      o.skip_bid = true;
+      RunResult r = run(node, in, out, o);
+      CHECK(r.status == MN_ERR_INVALID_ARGUMENT);
+      CHECK(r.error.find("Conv") != std::string::npos);
+    }
+    {  // W expects other channel count (found only at run time when X's dims are unknown)
+      std::vector<Tensor> in{x, random_f32(rng, {4, 4, 3, 3})}, out{Tensor::out({1, 4, 3, 3})};
+      CHECK(bid(FakeNode("Conv", 11), in, out).cost < 0);
+      RunOptions o;
+      o.skip_bid = true;
+      o.hide_dims_at_prepare = true;
+      in[1].as_constant();
+      RunResult r = run(FakeNode("Conv", 11), in, out, o);
+      CHECK(r.status == MN_ERR_INVALID_ARGUMENT);
+      CHECK(r.error.find("input channels") != std::string::npos);
+    }
+    const std::vector<std::pair<std::string, FakeNode>> bad = {
+        {"auto_pad", FakeNode("Conv", 11).set("auto_pad", "SAME")},
+        {"pads", FakeNode("Conv", 11).set("pads", std::vector<int64_t>{1, 1})},
+        {"strides", FakeNode("Conv", 11).set("strides", std::vector<int64_t>{0, 1})},
+        {"dilations", FakeNode("Conv", 11).set("dilations", std::vector<int64_t>{1, 1, 1})},
+        {"kernel_shape", FakeNode("Conv", 11).set("kernel_shape", std::vector<int64_t>{2, 2})},
+        {"group", FakeNode("Conv", 11).set("group", 0)},
+    };
+    for (const auto& b : bad) {
+      CAPTURE(b.first);
+      std::vector<Tensor> in{random_f32(rng, {1, 2, 5, 5}), random_f32(rng, {3, 2, 3, 3})};
+      std::vector<Tensor> out{Tensor::out({1, 3, 3, 3})};
+      mn_bid bd = bid(b.second, in, out);
+      CHECK(bd.cost < 0);
+      CHECK(std::string(bd.reason).find(b.first) != std::string::npos);
+    }
+    {  // an output shape the attributes cannot give
+      std::vector<Tensor> in{random_f32(rng, {1, 2, 5, 5}), random_f32(rng, {3, 2, 3, 3})};
+      std::vector<Tensor> out{Tensor::out({1, 3, 4, 4})};
+      RunResult r = run(FakeNode("Conv", 11), in, out);
+      CHECK(r.status == MN_ERR_INVALID_ARGUMENT);
+      CHECK(r.error.find("output") != std::string::npos);
+    }
+    {  // 4 spatial dims: refused as unsupported
+      std::vector<Tensor> in{random_f32(rng, {1, 1, 2, 2, 2, 2}), random_f32(rng, {1, 1, 1, 1, 1, 1})};
+      std::vector<Tensor> out{Tensor::out({1, 1, 2, 2, 2, 2})};
+      CHECK(bid(FakeNode("Conv", 11), in, out).cost < 0);
+    }
+  }
+}

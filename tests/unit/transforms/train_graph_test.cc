@@ -1,0 +1,115 @@
+// The training graph's gradients against finite differences, and its forward pass against
+// the engine's kernels, on a small model covering the differentiated ops.
+#include "test_util.h"
+
+#include <train_graph.h>
+
+#include <doctest/doctest.h>
+
+using namespace minnow;
+using namespace minnow::compress;
+
+namespace {
+
+ModelBuilder net() {
+  ModelBuilder b("net");
+  b.add_input("x", DataType::kFloat32, std::vector<ir::Dim>{{-1, "N"}, {2, ""}, {9, ""}, {8, ""}});
+  b.add_constant("w1", test::random_tensor({4, 2, 3, 3}, 1, -0.5f, 0.5f));
+  b.add_constant("b1", test::random_tensor({4}, 2));
+  b.add_constant("s", test::random_tensor({4}, 3, 0.5f, 1.5f));
+  b.add_constant("bb", test::random_tensor({4}, 4));
+  b.add_constant("m", test::random_tensor({4}, 5));
+  b.add_constant("v", test::random_tensor({4}, 6, 0.5f, 1.5f));
+  b.add_constant("lo", Tensor::from_vector<float>({}, {-0.5f}));
+  b.add_constant("hi", Tensor::from_vector<float>({}, {1.5f}));
+  b.add_constant("w2", test::random_tensor({4, 2, 3, 3}, 7, -0.5f, 0.5f));  // group 2
+  b.add_constant("c", test::random_tensor({1, 4, 1, 1}, 8));
+  b.add_constant("wf", test::random_tensor({5, 4 + 4}, 9, -0.5f, 0.5f));
+  b.add_constant("bf", test::random_tensor({5}, 10));
+  b.add_node("Conv", {"x", "w1", "b1"}, {"c1"}, {Attr::Ints("kernel_shape", {3, 3}), Attr::Ints("pads", {1, 0, 1, 2})});
+  b.add_node("BatchNormalization", {"c1", "s", "bb", "m", "v"}, {"n1"});
+  b.add_node("Clip", {"n1", "lo", "hi"}, {"r1"});
+  b.add_node("MaxPool", {"r1"}, {"p1"}, {Attr::Ints("kernel_shape", {2, 2}), Attr::Ints("strides", {2, 2})});
+  b.add_node("Conv", {"p1", "w2"}, {"c2"}, {Attr::Ints("kernel_shape", {3, 3}), Attr::Ints("strides", {2, 2}),
+                                            Attr::Int("group", 2), Attr::Ints("pads", {1, 1, 1, 1})});
+  b.add_node("Add", {"c2", "c"}, {"a2"});
+  b.add_node("LeakyRelu", {"a2"}, {"r2"}, {Attr::Float("alpha", 0.1f)});
+  b.add_node("AveragePool", {"r2"}, {"ap"}, {Attr::Ints("kernel_shape", {2, 2}), Attr::Ints("strides", {1, 1})});
+  b.add_node("GlobalAveragePool", {"r2"}, {"gp"});
+  b.add_node("Flatten", {"ap"}, {"f1"});
+  b.add_node("Flatten", {"gp"}, {"f2"});
+  b.add_node("Concat", {"f1", "f2"}, {"cat"}, {Attr::Int("axis", 1)});
+  b.add_node("Gemm", {"cat", "wf", "bf"}, {"fc"}, {Attr::Int("transB", 1)});
+  b.add_node("Softmax", {"fc"}, {"y"}, {Attr::Int("axis", -1)});
+  b.add_output("y");
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("training graph: forward equals the engine, gradients equal finite differences") {
+  ModelBuilder b = net();
+  ir::ModelIR m = b.ir();
+  TrainGraph tg(m);
+  const int64_t n = 3;
+  Tensor x = test::random_tensor({n, 2, 9, 8}, 42);
+  std::vector<float> xv(x.data<float>(), x.data<float>() + x.elements());
+  const Value& y = tg.forward(xv, n);
+  REQUIRE(y.shape == std::vector<int64_t>{n, 5});
+
+  auto engine = test::make_engine();
+  auto model = b.build();
+  REQUIRE_MESSAGE(model.is_ok(), model.status().message());
+  auto prepared = engine->prepare(model.value());
+  REQUIRE_MESSAGE(prepared.is_ok(), prepared.status().message());
+  auto session = Session::create(prepared.value());
+  REQUIRE(session.is_ok());
+  auto out = session.value()->run({x});
+  REQUIRE_MESSAGE(out.is_ok(), out.status().message());
+  for (int64_t k = 0; k < y.size(); ++k) CHECK(y.data[size_t(k)] == doctest::Approx(out.value()[0].data<float>()[k]).epsilon(1e-4));
+
+  // loss = sum(r * y)
+  Tensor r = test::random_tensor({n, 5}, 77);
+  std::vector<float> rv(r.data<float>(), r.data<float>() + r.elements());
+  auto loss = [&]() {
+    const Value& yy = tg.forward(xv, n);
+    double l = 0;
+    for (size_t k = 0; k < rv.size(); ++k) l += double(rv[k]) * yy.data[k];
+    return l;
+  };
+  loss();
+  tg.backward(rv);
+  REQUIRE(tg.params().size() == 5);  // w1 b1 w2 wf bf
+  for (int p : tg.params()) {
+    std::vector<float> g = tg.param_grad(p).data;
+    Value& w = tg.param(p);
+    double worst = 0, scale = 1e-3;
+    for (size_t k = 0; k < w.data.size(); k += 3) {
+      float keep = w.data[k];
+      const float h = 1e-2f;
+      w.data[k] = keep + h;
+      double lp = loss();
+      w.data[k] = keep - h;
+      double lm = loss();
+      w.data[k] = keep;
+      double num = (lp - lm) / (2 * h);
+      worst = std::max(worst, std::fabs(num - g[k]));
+      scale = std::max(scale, std::fabs(num));
+    }
+    INFO("parameter " << m.graph.tensors[size_t(p)].name);
+    CHECK(worst / scale < 2e-2);
+  }
+}
+
+TEST_CASE("training graph refuses ops it cannot differentiate, naming the node") {
+  ModelBuilder b("bad");
+  b.add_input("x", DataType::kFloat32, Shape{1, 4});
+  b.add_node("Exp", {"x"}, {"y"}, {}, "my_exp");
+  b.add_output("y");
+  try {
+    TrainGraph tg(b.ir());
+    FAIL("expected an error");
+  } catch (const std::exception& e) {
+    CHECK(std::string(e.what()).find("my_exp") != std::string::npos);
+  }
+}

@@ -1,0 +1,320 @@
+// Each transform plugin through Engine::transform, checked on models built in code:
+// fuse is lossless, prune hits its sparsity by magnitude, quantize keeps masks and bounds
+// the error, huffman is lossless and smaller, distill moves the student towards the
+// teacher without touching masks or codebook assignments.
+#include "test_util.h"
+
+#include <dataset.h>
+#include <encode.h>
+#include <evaluate.h>
+#include <ir_util.h>
+
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <unistd.h>
+
+using namespace minnow;
+using KV = std::vector<std::pair<std::string, std::string>>;
+
+namespace {
+
+std::shared_ptr<Engine> engine() {
+  static auto e = test::make_engine();
+  return e;
+}
+
+std::vector<uint8_t> bytes_of(const ModelBuilder& b) {
+  auto r = b.serialize();
+  REQUIRE_MESSAGE(r.is_ok(), r.status().message());
+  return r.value();
+}
+
+std::vector<uint8_t> xform(const std::string& name, const std::vector<uint8_t>& in, KV opts = {}, std::string* rep = nullptr) {
+  std::string report;
+  auto r = engine()->transform(name, in, opts, &report);
+  REQUIRE_MESSAGE(r.is_ok(), r.status().message());
+  if (rep) *rep = report;
+  return r.value();
+}
+
+ir::ModelIR ir_of(const std::vector<uint8_t>& b) {
+  auto r = parse_model(b.data(), b.size(), nullptr, "test");
+  REQUIRE_MESSAGE(r.is_ok(), r.status().message());
+  return r.value();
+}
+
+Tensor weight(const std::vector<uint8_t>& b, const std::string& name) {
+  ir::ModelIR m = ir_of(b);
+  return compress::constant_f32(m, m.graph.find_tensor(name));
+}
+
+Tensor run(const std::vector<uint8_t>& b, const Tensor& x) {
+  auto model = Model::load_memory(b.data(), b.size(), "test");
+  REQUIRE_MESSAGE(model.is_ok(), model.status().message());
+  auto prepared = engine()->prepare(model.value());
+  REQUIRE_MESSAGE(prepared.is_ok(), prepared.status().message());
+  auto s = Session::create(prepared.value());
+  REQUIRE(s.is_ok());
+  auto out = s.value()->run({x});
+  REQUIRE_MESSAGE(out.is_ok(), out.status().message());
+  return out.value()[0];
+}
+
+double zero_fraction(const Tensor& w) {
+  int64_t z = 0;
+  for (int64_t i = 0; i < w.elements(); ++i) z += w.data<float>()[i] == 0.f;
+  return double(z) / double(w.elements());
+}
+
+std::set<std::string> ops(const std::vector<uint8_t>& b) {
+  std::set<std::string> s;
+  for (const auto& n : ir_of(b).graph.nodes) s.insert(n.op);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("fuse folds BatchNormalization (creating biases), Constant, Identity, Dropout losslessly") {
+  ModelBuilder b("bn");
+  b.add_input("x", DataType::kFloat32, Shape{2, 3, 9, 7});
+  b.add_constant("w1", test::random_tensor({5, 3, 3, 3}, 1));
+  auto bn = [&](const std::string& p, int64_t c, uint64_t seed) {
+    b.add_constant(p + "s", test::random_tensor({c}, seed, 0.5f, 1.5f));
+    b.add_constant(p + "b", test::random_tensor({c}, seed + 1));
+    b.add_constant(p + "m", test::random_tensor({c}, seed + 2));
+    b.add_constant(p + "v", test::random_tensor({c}, seed + 3, 0.1f, 2.f));
+  };
+  bn("bn1", 5, 10);
+  bn("bn2", 4, 20);
+  bn("bn3", 6, 30);
+  b.add_constant("w2", test::random_tensor({4, 5, 1, 1}, 2));
+  b.add_constant("b2", test::random_tensor({4}, 3));
+  b.add_constant("wf", test::random_tensor({4, 6}, 4));
+  b.add_node("Conv", {"x", "w1"}, {"c1"}, {Attr::Ints("kernel_shape", {3, 3}), Attr::Ints("pads", {1, 1, 1, 1})});
+  b.add_node("BatchNormalization", {"c1", "bn1s", "bn1b", "bn1m", "bn1v"}, {"n1"}, {Attr::Float("epsilon", 1e-3f)});
+  // ReLU6 bounds from Constant nodes, as torch exports them without constant folding.
+  int lo_t = b.add_constant("lo_value", Tensor::from_vector<float>({}, {0.f}));
+  int hi_t = b.add_constant("hi_value", Tensor::from_vector<float>({}, {6.f}));
+  b.add_node("Constant", {}, {"lo"}, {Attr::TensorRef("value", lo_t)});
+  b.add_node("Constant", {}, {"hi"}, {Attr::TensorRef("value", hi_t)});
+  b.add_node("Clip", {"n1", "lo", "hi"}, {"r1"});
+  b.add_node("Identity", {"r1"}, {"i1"});
+  b.add_node("Conv", {"i1", "w2", "b2"}, {"c2"}, {Attr::Ints("kernel_shape", {1, 1}), Attr::Ints("strides", {2, 2})});
+  b.add_node("BatchNormalization", {"c2", "bn2s", "bn2b", "bn2m", "bn2v"}, {"n2"});
+  b.add_node("Dropout", {"n2"}, {"d2"});
+  b.add_node("GlobalAveragePool", {"d2"}, {"g"});
+  b.add_node("Flatten", {"g"}, {"f"});
+  b.add_node("Gemm", {"f", "wf"}, {"fc"});
+  b.add_node("BatchNormalization", {"fc", "bn3s", "bn3b", "bn3m", "bn3v"}, {"logits"});
+  b.add_output("logits");
+  auto in = bytes_of(b);
+  std::string report;
+  auto out = xform("fuse", in, {}, &report);
+  MESSAGE(report);
+  auto o = ops(out);
+  CHECK(o.count("BatchNormalization") == 0);
+  CHECK(o.count("Identity") == 0);
+  CHECK(o.count("Dropout") == 0);
+  CHECK(o.count("Constant") == 0);
+  CHECK(report.find("BatchNormalization folded into Conv: 2") != std::string::npos);
+  CHECK(report.find("BatchNormalization folded into Gemm: 1") != std::string::npos);
+  Tensor x = test::random_tensor({2, 3, 9, 7}, 99);
+  Tensor y0 = run(in, x), y1 = run(out, x);
+  CHECK(test::max_abs_diff(y0, y1) < 1e-4f);
+  ir::ModelIR m = ir_of(out);
+  REQUIRE(m.compression_log.size() == 1);
+  CHECK(m.compression_log[0].plugin == "fuse");
+  CHECK(m.compression_log[0].size_before == in.size());
+  CHECK(m.compression_log[0].size_after == out.size());
+  CHECK(m.graph.tensors[size_t(m.graph.outputs[0])].name == "logits");
+}
+
+TEST_CASE("fuse folds a zero constant Pad into the next Conv") {
+  auto make = [](bool with_pad) {
+    ModelBuilder b("pad");
+    b.add_input("x", DataType::kFloat32, Shape{1, 2, 6, 5});
+    b.add_constant("w", test::random_tensor({3, 2, 3, 3}, 5));
+    if (with_pad) {
+      b.add_constant("pads", Tensor::from_vector<int64_t>({8}, {0, 0, 2, 1, 0, 0, 1, 0}));
+      b.add_node("Pad", {"x", "pads"}, {"p"});
+      b.add_node("Conv", {"p", "w"}, {"y"}, {Attr::Ints("kernel_shape", {3, 3}), Attr::Ints("pads", {0, 1, 0, 1})});
+    } else {
+      b.add_node("Conv", {"x", "w"}, {"y"}, {Attr::Ints("kernel_shape", {3, 3}), Attr::Ints("pads", {2, 2, 1, 1})});
+    }
+    b.add_output("y");
+    return bytes_of(b);
+  };
+  auto fused = xform("fuse", make(true));
+  CHECK(ops(fused).count("Pad") == 0);
+  Tensor x = test::random_tensor({1, 2, 6, 5}, 3);
+  CHECK(test::max_abs_diff(run(fused, x), run(make(false), x)) < 1e-5f);
+}
+
+TEST_CASE("prune: global magnitude threshold, per-layer targets, CSR storage, exact survivors") {
+  test::Mlp mlp(7, 40, 30, 20, 5);
+  auto in = bytes_of(mlp.builder());
+  auto out = xform("prune", in, {{"sparsity", "0.8"}});
+  Tensor w1 = weight(out, "w1"), w2 = weight(out, "w2"), w3 = weight(out, "w3");
+  int64_t total = w1.elements() + w2.elements() + w3.elements();
+  int64_t zeros = int64_t(zero_fraction(w1) * w1.elements() + 0.5) + int64_t(zero_fraction(w2) * w2.elements() + 0.5) +
+                  int64_t(zero_fraction(w3) * w3.elements() + 0.5);
+  CHECK(std::abs(zeros - int64_t(0.8 * total + 0.5)) <= 1);
+  // Survivors unchanged, and no pruned weight is larger than a survivor.
+  float max_pruned = 0, min_kept = 1e9f;
+  for (auto pr : {std::make_pair(&mlp.w1, &w1), std::make_pair(&mlp.w2, &w2), std::make_pair(&mlp.w3, &w3)})
+    for (int64_t i = 0; i < pr.first->elements(); ++i) {
+      float o = pr.first->data<float>()[i], n = pr.second->data<float>()[i];
+      if (n == 0.f) max_pruned = std::max(max_pruned, std::fabs(o));
+      else { CHECK(n == o); min_kept = std::min(min_kept, std::fabs(o)); }
+    }
+  CHECK(max_pruned <= min_kept);
+  ir::ModelIR m = ir_of(out);
+  CHECK(std::holds_alternative<ir::SparseStage>(m.graph.tensors[size_t(m.graph.find_tensor("w1"))].encodings[0]));
+  CHECK(out.size() < in.size());
+  // The pruned model computes what the naive evaluation with those weights computes.
+  test::Mlp pruned = mlp;
+  pruned.w1 = w1; pruned.w2 = w2; pruned.w3 = w3;
+  Tensor x = test::random_tensor({1, 1, 40}, 4);
+  Tensor y = run(out, x);
+  auto ref = pruned.eval(x.data<float>());
+  for (size_t k = 0; k < ref.size(); ++k) CHECK(y.data<float>()[k] == doctest::Approx(ref[k]).epsilon(1e-4));
+
+  auto layer = xform("prune", in, {{"sparsity", "0.5"}, {"scope", "layer"}, {"sparsity@w3", "0"}});
+  CHECK(zero_fraction(weight(layer, "w1")) == doctest::Approx(0.5).epsilon(0.01));
+  CHECK(zero_fraction(weight(layer, "w2")) == doctest::Approx(0.5).epsilon(0.01));
+  CHECK(zero_fraction(weight(layer, "w3")) == 0.0);
+  // Pruning again only grows the mask (gradual pruning).
+  auto again = xform("prune", out, {{"sparsity", "0.9"}});
+  Tensor a1 = weight(again, "w1");
+  for (int64_t i = 0; i < a1.elements(); ++i)
+    if (w1.data<float>()[i] == 0.f) CHECK(a1.data<float>()[i] == 0.f);
+
+  auto bad = engine()->transform("prune", in, {{"sparsity", "0.5"}, {"sparsty", "1"}});
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK(bad.status().message().find("sparsty") != std::string::npos);
+  bad = engine()->transform("prune", in, {{"sparsity@nope", "0.5"}});
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK(bad.status().message().find("nope") != std::string::npos);
+  bad = engine()->transform("prune", std::vector<uint8_t>{1, 2, 3}, {});
+  CHECK_FALSE(bad.is_ok());
+}
+
+TEST_CASE("quantize codebook keeps the pruning mask, uses at most 2^bits values, then huffman is lossless") {
+  test::Mlp mlp(11, 64, 48, 20, 5);
+  auto pruned = xform("prune", bytes_of(mlp.builder()), {{"sparsity", "0.85"}});
+  std::string rep;
+  auto q = xform("quantize", pruned, {{"bits", "3"}}, &rep);
+  for (const char* name : {"w1", "w2", "w3"}) {
+    Tensor before = weight(pruned, name), after = weight(q, name);
+    std::set<float> distinct;
+    double err = 0, ref = 0;
+    for (int64_t i = 0; i < after.elements(); ++i) {
+      CHECK((before.data<float>()[i] == 0.f) == (after.data<float>()[i] == 0.f));
+      distinct.insert(after.data<float>()[i]);
+      err += std::pow(double(after.data<float>()[i]) - before.data<float>()[i], 2);
+      ref += std::pow(double(before.data<float>()[i]), 2);
+    }
+    CHECK(distinct.size() <= 8 + 1);  // + the zero of a CSR-stored tensor
+    CHECK(std::sqrt(err / ref) < 0.15);
+  }
+  CHECK(q.size() < pruned.size());
+  auto h = xform("huffman", q, {}, &rep);
+  CHECK(h.size() < q.size());
+  ir::ModelIR hm = ir_of(h);
+  bool any = false;
+  for (const auto& t : hm.graph.tensors)
+    for (const auto& st : t.encodings) any = any || std::holds_alternative<ir::HuffmanStage>(st);
+  CHECK(any);
+  Tensor x = test::random_tensor({1, 1, 64}, 2);
+  CHECK(test::max_abs_diff(run(q, x), run(h, x)) == 0.f);
+  ir::ModelIR m = ir_of(h);
+  REQUIRE(m.compression_log.size() == 3);
+  CHECK(m.compression_log[1].plugin == "quantize");
+  CHECK(m.compression_log[1].parameters.find("\"bits\":3") != std::string::npos);
+}
+
+TEST_CASE("quantize uniform: per-channel symmetric, error within half a step") {
+  test::Mlp mlp(13, 33, 17, 9, 4);
+  auto in = bytes_of(mlp.builder());
+  for (int bits : {8, 4, 2}) {
+    auto q = xform("quantize", in, {{"bits", std::to_string(bits)}, {"kind", "uniform"}});
+    ir::ModelIR m = ir_of(q);
+    const auto& info = m.graph.tensors[size_t(m.graph.find_tensor("w1"))];
+    REQUIRE(info.quant.scale.size() == 17);  // one per output row (transB = 1)
+    if (bits == 8) CHECK(std::get<ir::DenseStage>(info.encodings.back()).element_type == DataType::kInt8);
+    Tensor o = mlp.w1, d = weight(q, "w1");
+    for (int64_t r = 0; r < 17; ++r)
+      for (int64_t c = 0; c < 33; ++c)
+        CHECK(std::fabs(d.data<float>()[r * 33 + c] - o.data<float>()[r * 33 + c]) <= info.quant.scale[size_t(r)] * 0.5f + 1e-6f);
+    Tensor x = test::random_tensor({1, 1, 33}, 8);
+    Tensor y = run(q, x);  // the backends run it (dequantized at load)
+    CHECK(y.elements() == 4);
+  }
+}
+
+TEST_CASE("distill moves a pruned, quantized student towards its teacher; masks and assignments stay") {
+  // 16-pixel "images" in an idx3 file, and the teacher written next to them.
+  const std::string dir = "/tmp/minnow_distill_test_" + std::to_string(::getpid());
+  std::string mk = "mkdir -p " + dir;
+  REQUIRE(std::system(mk.c_str()) == 0);
+  const int64_t N = 600;
+  std::vector<uint8_t> idx = {0, 0, 8, 3, 0, 0, uint8_t(N >> 8), uint8_t(N & 255), 0, 0, 0, 4, 0, 0, 0, 4};
+  std::mt19937 rng(5);
+  for (int64_t i = 0; i < N * 16; ++i) idx.push_back(uint8_t(rng() & 255));
+  { std::ofstream(dir + "/img.idx", std::ios::binary).write(reinterpret_cast<const char*>(idx.data()), std::streamsize(idx.size())); }
+  test::Mlp mlp(21, 16, 24, 16, 6);
+  // Weights large enough that the logits depend on the input (test::Mlp's are tiny).
+  for (Tensor* w : {&mlp.w1, &mlp.w2, &mlp.w3})
+    for (int64_t i = 0; i < w->elements(); ++i) w->data<float>()[i] *= 8.f;
+  auto teacher = bytes_of(mlp.builder(true));
+  { std::ofstream(dir + "/teacher.minnow", std::ios::binary).write(reinterpret_cast<const char*>(teacher.data()), std::streamsize(teacher.size())); }
+  auto student = xform("quantize", xform("prune", teacher, {{"sparsity", "0.7"}}), {{"bits", "3"}});
+  auto images = compress::load_images(dir + "/img.idx", 0.5f, 0.25f);
+  // What distill minimises: KL(teacher || student) of the softmax at temperature 2.
+  auto kl = [&](const std::vector<uint8_t>& s) {
+    compress::Runner rt(Model::load_memory(teacher.data(), teacher.size()).value(), test::plugin_dir());
+    compress::Runner rs(Model::load_memory(s.data(), s.size()).value(), test::plugin_dir());
+    int64_t k = 0;
+    auto a = rt.logits(images, 0, N, &k), b = rs.logits(images, 0, N, &k);
+    double e = 0;
+    for (int64_t i = 0; i < N; ++i) {
+      double sa = 0, sb = 0;
+      for (int64_t c = 0; c < k; ++c) { sa += std::exp(a[size_t(i * k + c)] / 2); sb += std::exp(b[size_t(i * k + c)] / 2); }
+      for (int64_t c = 0; c < k; ++c) {
+        double p = std::exp(a[size_t(i * k + c)] / 2) / sa, q = std::exp(b[size_t(i * k + c)] / 2) / sb;
+        e += p * std::log(p / q);
+      }
+    }
+    return e / double(N);
+  };
+  std::string rep;
+  auto tuned = xform("distill", student, {{"images", dir + "/img.idx"}, {"teacher", dir + "/teacher.minnow"},
+                                          {"mean", "0.5"}, {"std", "0.25"}, {"epochs", "8"}, {"batch", "32"},
+                                          {"lr", "0.01"}, {"temperature", "2"}, {"plugin_path", test::plugin_dir()}}, &rep);
+  double before = kl(student), after = kl(tuned);
+  MESSAGE("KL to teacher: " << before << " -> " << after << "\n" << rep);
+  CHECK(after < 0.75 * before);  // measured: 0.41 -> 0.26
+  ir::ModelIR a = ir_of(student), b = ir_of(tuned);
+  for (const char* name : {"w1", "w2", "w3"}) {
+    const auto& ta = a.graph.tensors[size_t(a.graph.find_tensor(name))];
+    const auto& tb = b.graph.tensors[size_t(b.graph.find_tensor(name))];
+    REQUIRE(ta.encodings.size() == tb.encodings.size());
+    Tensor wa = compress::constant_f32(a, a.graph.find_tensor(name)), wb = compress::constant_f32(b, b.graph.find_tensor(name));
+    for (int64_t i = 0; i < wa.elements(); ++i) CHECK((wa.data<float>()[i] == 0.f) == (wb.data<float>()[i] == 0.f));
+    // Same assignments: elements equal before are equal after.
+    std::map<float, float> f;
+    for (int64_t i = 0; i < wa.elements(); ++i) {
+      auto it = f.emplace(wa.data<float>()[i], wb.data<float>()[i]).first;
+      CHECK(it->second == wb.data<float>()[i]);
+    }
+  }
+  CHECK(b.compression_log.back().plugin == "distill");
+  auto bad = engine()->transform("distill", student, {});
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK(bad.status().message().find("images") != std::string::npos);
+  std::string rm = "rm -rf " + dir;
+  CHECK(std::system(rm.c_str()) == 0);
+}
