@@ -176,7 +176,7 @@ void register_compress_command(CLI::App& app, GlobalOptions& g) {
     if (pipeline.empty()) {
       std::string p = preset.empty() ? "fast" : preset;
       if (p == "lossless") pipeline = "fuse";
-      else if (p == "fast") pipeline = "fuse,prune:sparsity=0.5,quantize:bits=4,huffman";
+      else if (p == "fast") pipeline = "fuse,prune:sparsity=0.5:scope=layer:min_size=2000,quantize:bits=4:small_size=2000,huffman";
       else pipeline = "fuse,prune:sparsity=0.92:gradual=3,distill:epochs=3,quantize:bits=4:layout=dense,distill:epochs=1,huffman";
     }
     std::vector<Step> steps = expand_gradual(parse_pipeline(pipeline));

@@ -1,5 +1,6 @@
 #include "common.h"
 
+#include "image_input.h"
 #include "tensor_io.h"
 
 #include <cstdio>
@@ -19,6 +20,12 @@ void add_input_options(CLI::App* cmd, InputSpec* spec) {
   cmd->add_option("-i,--input", spec->inputs, "Input tensor: NAME=FILE or FILE (in input order); .pb (ONNX TensorProto), .npy, or .bin (raw float32)");
   cmd->add_option("--shape", spec->shapes, "Shape for an input with symbolic dims: NAME=1x3x224x224");
   cmd->add_flag("--random", spec->random, "Fill inputs not given with uniform random values in [-1, 1]");
+  cmd->add_option("--resize", spec->resize, "Image inputs: resize to WxH (default: the input's size)");
+  cmd->add_option("--scale", spec->scale, "Image inputs: x = (u / scale - mean) / std")->capture_default_str();
+  cmd->add_option("--mean", spec->mean, "Image inputs: mean, one value or one per channel (e.g. 0.485,0.456,0.406)");
+  cmd->add_option("--std", spec->std, "Image inputs: std, one value or one per channel");
+  cmd->add_flag("--bgr", spec->bgr, "Image inputs: feed channels as BGR");
+  cmd->add_option("--layout", spec->layout, "Image inputs: nchw or nhwc")->capture_default_str()->check(CLI::IsMember({"nchw", "nhwc"}));
   cmd->add_option("--seed", spec->seed, "Seed for --random")->capture_default_str();
 }
 
@@ -91,7 +98,38 @@ std::vector<Tensor> load_inputs(const Model& model, const InputSpec& spec) {
       idx = next;
       file = in;
     }
-    tensors[idx] = check(read_tensor_file(file, shape_of(idx)));
+    if (is_image_path(file)) {
+      ImageOptions io;
+      io.scale = spec.scale;
+      io.bgr = spec.bgr;
+      io.nhwc = spec.layout == "nhwc";
+      auto floats = [&](const std::string& s, const char* what) {
+        std::vector<float> v;
+        std::stringstream ss(s);
+        std::string tok;
+        while (std::getline(ss, tok, ',')) {
+          char* end = nullptr;
+          float f = std::strtof(tok.c_str(), &end);
+          if (tok.empty() || *end) throw CliError(std::string("bad ") + what + " '" + s + "'");
+          v.push_back(f);
+        }
+        return v;
+      };
+      if (!spec.mean.empty()) io.mean = floats(spec.mean, "--mean");
+      if (!spec.std.empty()) io.std = floats(spec.std, "--std");
+      for (float sd : io.std)
+        if (sd == 0.f) throw CliError("--std must not be 0");
+      if (!spec.resize.empty()) {
+        Shape wh = parse_shape(spec.resize, "--resize");
+        if (wh.size() != 2 || wh[0] <= 0 || wh[1] <= 0) throw CliError("--resize expects WxH, got '" + spec.resize + "'");
+        io.width = int(wh[0]);
+        io.height = int(wh[1]);
+      }
+      Shape s = g.tensors[g.inputs[idx]].static_shape();
+      tensors[idx] = check(read_image_tensor(file, s, io));
+    } else {
+      tensors[idx] = check(read_tensor_file(file, shape_of(idx)));
+    }
     given[idx] = true;
   }
   std::mt19937_64 rng(spec.seed);
@@ -99,7 +137,11 @@ std::vector<Tensor> load_inputs(const Model& model, const InputSpec& spec) {
   for (size_t i = 0; i < given.size(); ++i) {
     if (given[i]) continue;
     const auto& info = g.tensors[g.inputs[i]];
-    if (!spec.random) throw CliError("input '" + info.name + "' not given (use --input, or --random)");
+    if (!spec.random) {
+      std::string dims;
+      for (const auto& d : info.shape) dims += (dims.empty() ? "" : "x") + (d.value >= 0 ? std::to_string(d.value) : (d.symbol.empty() ? "?" : d.symbol));
+      throw CliError("input '" + info.name + "' (" + dtype_name(info.dtype) + " " + dims + ") not given: use --input " + info.name + "=FILE, or --random");
+    }
     Tensor t(info.dtype, shape_of(i));
     if (info.dtype == DataType::kFloat32)
       for (int64_t k = 0; k < t.elements(); ++k) t.data<float>()[k] = dist(rng);

@@ -39,6 +39,11 @@ std::shared_ptr<Engine> make_engine(const GlobalOptions& g);
 // symbolic dims (NAME=1x3x224x224); --random fills what was not given.
 struct InputSpec {
   std::vector<std::string> inputs;  // "name=file" or "file"
+  std::string resize;               // "WxH" for image inputs
+  std::string mean, std;            // "0.485,0.456,0.406" or one value
+  float scale = 255.f;
+  bool bgr = false;
+  std::string layout = "nchw";
   std::vector<std::string> shapes;  // "name=1x3x224x224"
   bool random = false;
   uint64_t seed = 1;
