@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include <unistd.h>
+
 namespace minnow {
 namespace cli {
 
@@ -15,7 +17,7 @@ void register_eval_command(CLI::App& app, GlobalOptions& g) {
   static float mean = 0.f, std_dev = 1.f, scale = 255.f;
   static int threads = 1, batch = 0;
   static int64_t limit = 0;
-  static bool json = false;
+  static bool json = false, no_progress = false;
   cmd->add_option("model", path, "Model file")->required();
   cmd->add_option("--task", task, "classification")->capture_default_str()->check(CLI::IsMember({"classification"}));
   cmd->add_option("--images", images, "idx3 image file (.gz or uncompressed)")->required()->check(CLI::ExistingFile);
@@ -27,6 +29,7 @@ void register_eval_command(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--batch", batch, "Images per run (default: 100 for a model with a symbolic batch, else its batch)")->check(CLI::PositiveNumber);
   cmd->add_option("--limit", limit, "Evaluate only the first N images")->check(CLI::PositiveNumber);
   cmd->add_option("-t,--threads", threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
+  cmd->add_flag("--no-progress", no_progress, "No progress bar");
   cmd->add_flag("--json", json, "Print {\"accuracy\": …, \"correct\": …, \"count\": …}");
   cmd->callback([&g] {
     if (preset == "fashion-mnist") mean = 0.2860f, std_dev = 0.3530f, scale = 255.f;
@@ -61,6 +64,7 @@ void register_eval_command(CLI::App& app, GlobalOptions& g) {
     so.threads = threads;
     auto session = check(Session::create(pm, so));
     int64_t correct = 0;
+    const bool progress = !no_progress && isatty(fileno(stderr));
     auto t0 = std::chrono::steady_clock::now();
     for (int64_t start = 0; start < count; start += b) {
       int64_t n = std::min(b, count - start);
@@ -82,6 +86,14 @@ void register_eval_command(CLI::App& app, GlobalOptions& g) {
         for (int64_t c = 1; c < classes; ++c)
           if (row[c] > row[best]) best = c;
         correct += best == lab[start + r];
+      }
+      if (progress) {  // a progress bar on a terminal only, so logs and pipes stay clean
+        int64_t done = start + n;
+        int filled = int(40 * done / count);
+        std::fprintf(stderr, "\r[%s%s] %lld/%lld  accuracy so far %.4f", std::string(size_t(filled), '#').c_str(),
+                     std::string(size_t(40 - filled), '.').c_str(), (long long)done, (long long)count,
+                     double(correct) / double(done));
+        if (done == count) std::fprintf(stderr, "\n");
       }
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
