@@ -3,10 +3,18 @@
 // decoding fail, never read or write out of bounds.
 #include <minnow/model.h>
 
+#include <atomic>
 #include <cstring>
 #include <limits>
 
 namespace minnow {
+
+namespace {
+std::atomic<uint64_t> g_max_decoded_bytes{uint64_t(4) << 30};
+}  // namespace
+
+void set_max_decoded_constant_bytes(uint64_t bytes) { g_max_decoded_bytes = bytes; }
+uint64_t max_decoded_constant_bytes() { return g_max_decoded_bytes; }
 
 namespace {
 
@@ -163,6 +171,8 @@ class Decoder {
     if (sorted.empty() && count > 0) return err("Huffman code has no symbols");
     const ir::Blob& b = buffer(h.bitstream);
     if (h.bit_length > uint64_t(b.size) * 8) return err("Huffman bit length exceeds its buffer");
+    // Every symbol takes at least one bit: check before allocating `count` symbols.
+    if (uint64_t(count) > h.bit_length) return err("Huffman stream of " + std::to_string(h.bit_length) + " bits cannot hold " + std::to_string(count) + " symbols");
     Stream out;
     out.type = DataType::kUInt32;
     out.bytes.resize(static_cast<size_t>(count) * 4);
@@ -203,8 +213,9 @@ Result<Tensor> decode_constant(const ir::ModelIR& model, const ir::TensorInfo& t
   int64_t count = shape_elements(shape);
   if (count < 0) return dec.err_status("constant without a fully known shape");
   if (dtype_size(t.dtype) == 0) return dec.err_status("constant of unsupported dtype");
-  if (uint64_t(count) > (uint64_t(1) << 40) / dtype_size(t.dtype))
-    return dec.err_status("constant too large");
+  if (uint64_t(count) > max_decoded_constant_bytes() / dtype_size(t.dtype))
+    return dec.err_status("constant of shape " + shape_to_string(shape) + " exceeds the decoded size limit of " +
+                          std::to_string(max_decoded_constant_bytes()) + " bytes");
   // Zero-copy for plain dense data already 64-byte aligned (an mmapped file).
   if (t.encodings.size() == 1 && t.quant.empty()) {
     if (auto* d = std::get_if<ir::DenseStage>(&t.encodings[0])) {

@@ -10,6 +10,7 @@
 //
 // Options: bits=4 (2..8)  kind=codebook|uniform  bits@<tensor>=N  min_size=<elements>
 //          layout=auto|dense|sparse (auto: smaller at fixed width)
+//          small_size=N small_bits=8 (tensors under N elements get small_bits)
 #include "../compress_common/encode.h"
 #include "../compress_common/ir_util.h"
 #include "../compress_common/kmeans.h"
@@ -127,6 +128,10 @@ void quantize(TransformContext& ctx) {
   const std::string kind = ctx.options.get_string("kind", "codebook");
   const int64_t min_size = ctx.options.get_int("min_size", 0);
   const std::string layout = ctx.options.get_string("layout", "auto");
+  // Small tensors (stems, depthwise filters) are the most sensitive and cost little: they
+  // get `small_bits` (Deep Compression likewise gave conv layers more bits than fc).
+  const int64_t small_size = ctx.options.get_int("small_size", 0);
+  const int small_bits = int(ctx.options.get_int("small_bits", 8));
   if (layout != "auto" && layout != "dense" && layout != "sparse")
     throw std::runtime_error("quantize: layout must be auto, dense or sparse");
   if (kind != "codebook" && kind != "uniform") throw std::runtime_error("quantize: kind must be codebook or uniform");
@@ -134,6 +139,7 @@ void quantize(TransformContext& ctx) {
     if (b < 2 || b > 8) throw std::runtime_error("quantize: " + what + " must be 2..8, got " + std::to_string(b));
   };
   check_bits(bits, "bits");
+  check_bits(small_bits, "small_bits");
   auto refs = weight_tensors(m);
   std::vector<int> done;
   for (const auto& kv : ctx.options.all())
@@ -145,12 +151,14 @@ void quantize(TransformContext& ctx) {
   char line[256];
   ctx.report << "quantize (" << kind << ", " << bits << " bits):\n";
   std::string params = "{\"kind\":\"" + kind + "\",\"bits\":" + std::to_string(bits) + ",\"min_size\":" +
-                       std::to_string(min_size) + ",\"layout\":\"" + layout + "\"";
+                       std::to_string(min_size) + ",\"layout\":\"" + layout + "\",\"small_size\":" +
+                       std::to_string(small_size) + ",\"small_bits\":" + std::to_string(small_bits);
   for (const auto& r : refs) {
     if (std::find(done.begin(), done.end(), r.tensor) != done.end()) continue;
     done.push_back(r.tensor);
     std::string key = "bits@" + r.name;
-    int b = int(ctx.options.get_int(key, bits));
+    const int64_t elements = shape_elements(m.graph.tensors[size_t(r.tensor)].static_shape());
+    int b = int(ctx.options.get_int(key, elements < small_size ? small_bits : bits));
     check_bits(b, key);
     if (ctx.options.has(key)) params += ",\"" + json_escape(key) + "\":" + std::to_string(b);
     Tensor w = constant_f32(m, r.tensor);

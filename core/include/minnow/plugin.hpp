@@ -14,6 +14,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace minnow {
@@ -184,7 +185,7 @@ class RunContext {
       return;
     }
     struct Call {
-      Fn* fn;
+      std::remove_reference_t<Fn>* fn;
       std::exception_ptr error;
       bool failed = false;
     } call{&fn, nullptr};
