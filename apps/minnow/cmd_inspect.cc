@@ -33,10 +33,11 @@ const char* encoding_name(const ir::EncodingStage& s) {
 void register_inspect_command(CLI::App& app, GlobalOptions& g) {
   auto* cmd = app.add_subcommand("inspect", "Show a model's inputs, outputs, ops, weights, metadata and compression log");
   static std::string path;
-  static bool plan = false, nodes = false;
+  static bool plan = false, nodes = false, verbose = false;
   cmd->add_option("model", path, "Model file (.minnow, or any format a frontend reads)")->required();
   cmd->add_flag("--plan", plan, "Show the backend and kernel chosen for each node, and why");
   cmd->add_flag("--nodes", nodes, "List every node");
+  cmd->add_flag("-v,--verbose", verbose, "With --plan: also what every other backend said");
   cmd->callback([&g] {
     auto engine = make_engine(g);
     auto model = check(engine->load_model(path));
@@ -46,8 +47,17 @@ void register_inspect_command(CLI::App& app, GlobalOptions& g) {
     std::printf("format %u.%u, producer: %s, graph '%s'\n", ir.format_major, ir.format_minor, ir.producer.c_str(), gr.name.c_str());
     for (int32_t i : gr.inputs)
       std::printf("input  %-20s %-8s %s\n", gr.tensors[i].name.c_str(), dtype_name(gr.tensors[i].dtype), dims_text(gr.tensors[i]).c_str());
-    for (int32_t o : gr.outputs)
-      std::printf("output %-20s %-8s %s\n", gr.tensors[o].name.c_str(), dtype_name(gr.tensors[o].dtype), dims_text(gr.tensors[o]).c_str());
+    // Shapes the file does not declare come from shape inference (needs the plugins).
+    auto pm = engine->prepare(model);
+    for (int32_t o : gr.outputs) {
+      std::string dims = dims_text(gr.tensors[o]);
+      bool rank_known = false;
+      if (pm.is_ok() && dims == "?") {
+        Shape s = pm.value()->inferred_shape(o, &rank_known);
+        if (rank_known) dims = shape_to_string(s) + " (inferred)";
+      }
+      std::printf("output %-20s %-8s %s\n", gr.tensors[o].name.c_str(), dtype_name(gr.tensors[o].dtype), dims.c_str());
+    }
     std::map<std::string, int> ops;
     for (const auto& n : gr.nodes) ops[(n.domain.empty() ? "" : n.domain + "::") + n.op]++;
     std::printf("nodes: %zu (", gr.nodes.size());
@@ -85,12 +95,13 @@ void register_inspect_command(CLI::App& app, GlobalOptions& g) {
         std::printf("  %-24s %-18s (%s) -> (%s)\n", node.name.c_str(), node.op.c_str(), ins.c_str(), outs.c_str());
       }
     if (plan) {
-      auto pm = check(engine->prepare(model));
+      if (!pm.is_ok()) throw CliError(pm.status().message());
       std::printf("plan:\n  %-24s %-18s %-10s %-24s %10s  %s\n", "node", "op", "backend", "kernel", "cost", "why");
-      for (const auto& c : pm->choices()) {
+      for (const auto& c : pm.value()->choices()) {
         const auto& node = gr.nodes[c.node];
         std::printf("  %-24s %-18s %-10s %-24s %10.0f  %s\n", node.name.c_str(), node.op.c_str(), c.backend.c_str(),
                     c.kernel.c_str(), c.cost, c.reason.c_str());
+        if (verbose && !c.declined.empty()) std::printf("  %-24s declined: %s\n", "", c.declined.c_str());
       }
     }
   });

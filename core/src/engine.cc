@@ -7,6 +7,7 @@
 #include <boost/filesystem.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
@@ -116,7 +117,12 @@ Status PreparedModel::Impl::select(const Model& model, const BackendPolicy& pol,
       mn_bid bid{};
       bid.struct_size = sizeof(mn_bid);
       bid.cost = -1;
-      b->table.bid(b->table.user, view.node(), &bid);
+      try {
+        b->table.bid(b->table.user, view.node(), &bid);
+      } catch (...) {  // plugin.hpp guards C++ plugins; a raw one that throws is declined
+        bid.cost = -1;
+        std::snprintf(bid.reason, sizeof bid.reason, "exception escaped the bid (plugin '%s')", b->library->name.c_str());
+      }
       bid.reason[sizeof(bid.reason) - 1] = 0;
       if (bid.cost >= 0) {
         cands.push_back({bid.cost, b, bid.reason});
@@ -151,7 +157,14 @@ Status PreparedModel::Impl::select(const Model& model, const BackendPolicy& pol,
         pk = std::make_shared<PreparedKernel>();
         pk->backend = c.backend;
         mn_error err{};
-        mn_status st = c.backend->table.prepare(c.backend->table.user, view.node(), &pk->k, &err);
+        mn_status st;
+        try {
+          st = c.backend->table.prepare(c.backend->table.user, view.node(), &pk->k, &err);
+        } catch (...) {
+          st = MN_ERR_INTERNAL;
+          pk->k = mn_kernel{};
+          std::snprintf(err.message, sizeof err.message, "exception escaped prepare");
+        }
         err.message[sizeof(err.message) - 1] = 0;
         if (st != MN_OK || !pk->k.run) {
           std::string msg = st != MN_OK ? std::string(err.message) : "backend returned no kernel";
@@ -170,7 +183,7 @@ Status PreparedModel::Impl::select(const Model& model, const BackendPolicy& pol,
       choice.cost = c.cost;
       choice.reason = cands.size() > 1 ? "lowest cost of " + std::to_string(cands.size()) + " bids" : "only bid";
       if (!c.reason.empty()) choice.reason = c.reason + "; " + choice.reason;
-      if (!why_not.empty()) choice.reason += " (" + why_not + ")";
+      choice.declined = why_not;
       break;
     }
     if (!(*kernels)[n]) return last_error;
@@ -182,6 +195,18 @@ Status PreparedModel::Impl::select(const Model& model, const BackendPolicy& pol,
 PreparedModel::~PreparedModel() = default;
 const std::vector<KernelChoice>& PreparedModel::choices() const { return impl_->choices; }
 const BackendPolicy& PreparedModel::policy() const { return impl_->policy; }
+
+Shape PreparedModel::inferred_shape(int tensor, bool* rank_known) const {
+  const auto& st = impl_->static_states;
+  bool known = tensor >= 0 && size_t(tensor) < st.size() && st[tensor].rank >= 0;
+  if (rank_known) *rank_known = known;
+  return known ? st[tensor].dims : Shape{};
+}
+
+DataType PreparedModel::inferred_dtype(int tensor) const {
+  const auto& st = impl_->static_states;
+  return tensor >= 0 && size_t(tensor) < st.size() ? st[tensor].dtype : DataType::kUndefined;
+}
 
 Result<std::shared_ptr<const PreparedModel>> Engine::prepare(std::shared_ptr<const Model> model,
                                                              const BackendPolicy& policy) const {

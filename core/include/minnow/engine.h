@@ -77,7 +77,8 @@ struct KernelChoice {
   std::string backend;
   std::string kernel;
   double cost = 0;
-  std::string reason;  // why this backend (and what the others said)
+  std::string reason;    // why this backend
+  std::string declined;  // what the other backends said ("backend: reason; ...")
 };
 
 // A model with a kernel chosen and prepared for every node. Immutable and shareable.
@@ -88,6 +89,10 @@ class PreparedModel {
   std::shared_ptr<const Model> model_ptr() const { return model_; }
   const std::vector<KernelChoice>& choices() const;
   const BackendPolicy& policy() const;
+  // Shape and type of a tensor as inferred while preparing (-1: symbolic / unknown dim;
+  // empty shape with rank_known false when even the rank is unknown).
+  Shape inferred_shape(int tensor, bool* rank_known = nullptr) const;
+  DataType inferred_dtype(int tensor) const;
   struct Impl;
   const Impl& impl() const { return *impl_; }
 
