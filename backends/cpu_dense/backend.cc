@@ -1,7 +1,7 @@
 // The cpu_dense backend: bids and prepares over the op table (ops_table.cc).
-#include "ops.h"
-
 #include <algorithm>
+
+#include "ops.h"
 
 namespace minnow {
 namespace cpu_dense {

@@ -11,8 +11,7 @@ double binary_bid(const Node& node, std::initializer_list<int32_t> dtypes) {
   if (a.shape_known() && b.shape_known()) {
     Dims da = Dims::of(*a.t), db = Dims::of(*b.t), o;
     if (!LegacyBroadcast::parse(node).apply(da, &db) || !broadcast_dims(da, db, &o))
-      node.fail("shapes " + shape_str(*a.t) + " and " + shape_str(*b.t) +
-                " are not broadcastable");
+      node.fail("shapes " + shape_str(*a.t) + " and " + shape_str(*b.t) + " are not broadcastable");
   }
   return numel_estimate(*node.output(0).t);
 }

@@ -3,11 +3,11 @@
 // functor.
 #pragma once
 
-#include "broadcast.h"
-#include "unary.h"
-
 #include <type_traits>
 #include <utility>
+
+#include "broadcast.h"
+#include "unary.h"
 
 namespace minnow {
 namespace cpu_dense {
@@ -16,7 +16,9 @@ namespace cpu_dense {
 // before computing (integer division), because that would be undefined behaviour.
 struct BinaryOpBase {
   template <class TB>
-  static constexpr bool nonzero_b() { return false; }
+  static constexpr bool nonzero_b() {
+    return false;
+  }
 };
 
 // int64 arithmetic wraps (two's complement) instead of overflowing into undefined
@@ -29,6 +31,26 @@ inline int64_t wrap_sub(int64_t a, int64_t b) {
 }
 inline int64_t wrap_mul(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+// The narrower / unsigned integer types wrap the same way (modulo 2^bits, as ONNX
+// runtimes compute them).
+template <class T, typename std::enable_if<std::is_integral<T>::value &&
+                                               !std::is_same<T, int64_t>::value,
+                                           int>::type = 0>
+inline T wrap_add(T a, T b) {
+  return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+template <class T, typename std::enable_if<std::is_integral<T>::value &&
+                                               !std::is_same<T, int64_t>::value,
+                                           int>::type = 0>
+inline T wrap_sub(T a, T b) {
+  return static_cast<T>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+template <class T, typename std::enable_if<std::is_integral<T>::value &&
+                                               !std::is_same<T, int64_t>::value,
+                                           int>::type = 0>
+inline T wrap_mul(T a, T b) {
+  return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
 }
 inline float wrap_add(float a, float b) { return a + b; }
 inline float wrap_sub(float a, float b) { return a - b; }
@@ -54,16 +76,17 @@ inline void binary_span(const Op& op, const TA* a, int64_t sa, const TB* b, int6
 
 // Runs op over the broadcast of a (shape da) and b (shape db) into dense y (shape o).
 template <class TA, class TB, class TO, class Op>
-void broadcast_apply(const RunContext& ctx, const Op& op, const TA* a, const Dims& da,
-                     const TB* b, const Dims& db, TO* y, const Dims& o) {
+void broadcast_apply(const RunContext& ctx, const Op& op, const TA* a, const Dims& da, const TB* b,
+                     const Dims& db, TO* y, const Dims& o) {
   const Dims* in[2] = {&da, &db};
   const StridedLoop<2> loop = broadcast_loop<2>(o, in);
-  ctx.parallel_for(static_cast<size_t>(loop.total), kElementwiseGrain, [&](size_t begin, size_t end) {
+  auto body = [&](size_t begin, size_t end) {
     loop.for_each_run(static_cast<int64_t>(begin), static_cast<int64_t>(end),
                       [&](int64_t pos, const int64_t* off, const int64_t* step, int64_t n) {
                         binary_span(op, a + off[0], step[0], b + off[1], step[1], y + pos, n);
                       });
-  });
+  };
+  ctx.parallel_for(static_cast<size_t>(loop.total), kElementwiseGrain, std::move(body));
 }
 
 // Opsets < 7 (Add, Sub, Mul, Div, Pow, Equal, Less, Greater) broadcast only with
@@ -99,8 +122,16 @@ class BinaryKernel final : public OpKernel {
  public:
   using TO = decltype(std::declval<const Op&>()(TA(), TB()));
 
-  BinaryKernel(const Node& node, const char* kernel_name, Op op)
-      : OpKernel(node, kernel_name), op_(op), legacy_(LegacyBroadcast::parse(node)) {}
+  // in_dt / out_dt: the element types checked at run time (uint8 data passes MN_U8,
+  // since uint8_t defaults to bool).
+  BinaryKernel(const Node& node, const char* kernel_name, Op op,
+               int32_t in_dt = DtypeOf<TA>::value, int32_t out_dt = DtypeOf<TO>::value)
+      : OpKernel(node, kernel_name),
+        op_(op),
+        legacy_(LegacyBroadcast::parse(node)),
+        in_dt_(in_dt),
+        b_dt_(std::is_same<TA, TB>::value ? in_dt : DtypeOf<TB>::value),  // Pow mixes types
+        out_dt_(out_dt) {}
 
   double flops(const mn_tensor*, int, const mn_tensor* out, int) const override {
     return static_cast<double>(numel(out[0]));
@@ -109,16 +140,16 @@ class BinaryKernel final : public OpKernel {
   void run(const RunContext& ctx, const mn_tensor* inputs, int num_inputs, mn_tensor* outputs,
            int num_outputs) const override {
     if (num_inputs < 2) fail("inputs missing at run time");
-    check_dtype(inputs[0], DtypeOf<TA>::value, "input A");
-    check_dtype(inputs[1], DtypeOf<TB>::value, "input B");
+    check_dtype(inputs[0], in_dt_, "input A");
+    check_dtype(inputs[1], b_dt_, "input B");
     Dims da = Dims::of(inputs[0]), db = Dims::of(inputs[1]), o;
     if (!legacy_.apply(da, &db))
-      fail("B " + shape_str(inputs[1]) + " does not fit A " + shape_str(inputs[0]) +
-           " at axis " + std::to_string(legacy_.axis));
+      fail("B " + shape_str(inputs[1]) + " does not fit A " + shape_str(inputs[0]) + " at axis " +
+           std::to_string(legacy_.axis));
     if (!broadcast_dims(da, db, &o))
       fail("shapes " + shape_str(inputs[0]) + " and " + shape_str(inputs[1]) +
            " are not broadcastable");
-    check_output(outputs, num_outputs, 0, DtypeOf<TO>::value, o);
+    check_output(outputs, num_outputs, 0, out_dt_, o);
     const TA* a = static_cast<const TA*>(inputs[0].data);
     const TB* b = static_cast<const TB*>(inputs[1].data);
     if (Op::template nonzero_b<TB>()) {
@@ -132,6 +163,7 @@ class BinaryKernel final : public OpKernel {
  private:
   Op op_;
   LegacyBroadcast legacy_;
+  int32_t in_dt_, b_dt_, out_dt_;
 };
 
 // Sum / Max / Min: any number of inputs, broadcast together. y = x0 op x1, then
@@ -139,8 +171,9 @@ class BinaryKernel final : public OpKernel {
 template <class T, class Op>
 class VariadicKernel final : public OpKernel {
  public:
-  VariadicKernel(const Node& node, const char* kernel_name, Op op)
-      : OpKernel(node, kernel_name), op_(op) {}
+  VariadicKernel(const Node& node, const char* kernel_name, Op op,
+                 int32_t dt = DtypeOf<T>::value)
+      : OpKernel(node, kernel_name), op_(op), dt_(dt) {}
 
   double flops(const mn_tensor*, int num_in, const mn_tensor* out, int) const override {
     return static_cast<double>(numel(out[0])) * (num_in > 1 ? num_in - 1 : 1);
@@ -149,7 +182,7 @@ class VariadicKernel final : public OpKernel {
   void run(const RunContext& ctx, const mn_tensor* inputs, int num_inputs, mn_tensor* outputs,
            int num_outputs) const override {
     if (num_inputs < 1) fail("inputs missing at run time");
-    constexpr int32_t dt = DtypeOf<T>::value;
+    const int32_t dt = dt_;
     Dims o = Dims::of(inputs[0]);
     for (int k = 0; k < num_inputs; ++k) {
       check_dtype(inputs[k], dt, "input");
@@ -167,12 +200,13 @@ class VariadicKernel final : public OpKernel {
     broadcast_apply(ctx, op_, x0, Dims::of(inputs[0]), static_cast<const T*>(inputs[1].data),
                     Dims::of(inputs[1]), y, o);
     for (int k = 2; k < num_inputs; ++k)
-      broadcast_apply(ctx, op_, static_cast<const T*>(y), o,
-                      static_cast<const T*>(inputs[k].data), Dims::of(inputs[k]), y, o);
+      broadcast_apply(ctx, op_, static_cast<const T*>(y), o, static_cast<const T*>(inputs[k].data),
+                      Dims::of(inputs[k]), y, o);
   }
 
  private:
   Op op_;
+  int32_t dt_;
 };
 
 // Validation shared by bid and make: input count, dtypes, and — when both shapes are
@@ -203,6 +237,46 @@ std::unique_ptr<Kernel> make_variadic(const Node& node, const char* f32_name, co
   if (node.input(0).dtype() == MN_I64)
     return std::make_unique<VariadicKernel<int64_t, Op>>(node, i64_name, op);
   return std::make_unique<VariadicKernel<float, Op>>(node, f32_name, op);
+}
+
+// Calls fn(T{}) with the C type of integer dtype `dt` (not int64); false if not one.
+template <class Fn>
+bool with_other_int(int32_t dt, Fn&& fn) {
+  switch (dt) {
+    case MN_I8: fn(int8_t()); return true;
+    case MN_U8: fn(uint8_t()); return true;
+    case MN_I16: fn(int16_t()); return true;
+    case MN_U16: fn(uint16_t()); return true;
+    case MN_I32: fn(int32_t()); return true;
+    case MN_U32: fn(uint32_t()); return true;
+    case MN_U64: fn(uint64_t()); return true;
+    default: return false;
+  }
+}
+
+// A binary kernel over one of kOtherIntDtypes (null if the input has another type); the
+// output type is the node's (bool for comparisons, the input's for arithmetic).
+template <class Op>
+std::unique_ptr<Kernel> make_binary_other_int(const Node& node, const char* name, Op op = Op()) {
+  const int32_t dt = node.input(0).dtype(), odt = node.output(0).dtype();
+  std::unique_ptr<Kernel> k;
+  with_other_int(dt, [&](auto t) {
+    using T = decltype(t);
+    k = std::make_unique<BinaryKernel<T, T, Op>>(node, name, op, dt, odt);
+  });
+  return k;
+}
+
+template <class Op>
+std::unique_ptr<Kernel> make_variadic_other_int(const Node& node, const char* name,
+                                                Op op = Op()) {
+  const int32_t dt = node.input(0).dtype();
+  std::unique_ptr<Kernel> k;
+  with_other_int(dt, [&](auto t) {
+    using T = decltype(t);
+    k = std::make_unique<VariadicKernel<T, Op>>(node, name, op, dt);
+  });
+  return k;
 }
 
 }  // namespace cpu_dense

@@ -73,8 +73,7 @@ struct StridedLoop {
     for (int i = out.rank - 1; i >= 0; --i) {
       if (out.d[i] == 1) continue;
       bool merge = r > 0;
-      for (int k = 0; k < N && merge; ++k)
-        merge = in_strides[k][i] == rs[k][r - 1] * rd[r - 1];
+      for (int k = 0; k < N && merge; ++k) merge = in_strides[k][i] == rs[k][r - 1] * rd[r - 1];
       if (merge) {
         rd[r - 1] *= out.d[i];
       } else {

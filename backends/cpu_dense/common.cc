@@ -54,8 +54,7 @@ void require_inputs(const Node& node, int min_count, int max_count) {
     node.fail("expects at least " + std::to_string(min_count) + " inputs, got " +
               std::to_string(n));
   if (max_count >= 0 && n > max_count)
-    node.fail("expects at most " + std::to_string(max_count) + " inputs, got " +
-              std::to_string(n));
+    node.fail("expects at most " + std::to_string(max_count) + " inputs, got " + std::to_string(n));
   for (int i = 0; i < min_count; ++i)
     if (!node.has_input(i)) node.fail("required input " + std::to_string(i) + " is missing");
   if (node.num_outputs() < 1) node.fail("has no output");
@@ -67,8 +66,8 @@ void require_input_dtype(const Node& node, int i, std::initializer_list<int32_t>
     if (dt == a) return;
   std::string list;
   for (int32_t a : allowed) list += std::string(list.empty() ? "" : "/") + dtype_name(a);
-  node.fail("input " + std::to_string(i) + " has dtype " + dtype_name(dt) + ", cpu_dense supports " +
-                list,
+  node.fail("input " + std::to_string(i) + " has dtype " + dtype_name(dt) +
+                ", cpu_dense supports " + list,
             MN_ERR_UNSUPPORTED);
 }
 

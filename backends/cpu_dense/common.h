@@ -1,16 +1,16 @@
 // Shared helpers for the cpu_dense reference kernels: shapes, attribute checks, errors.
 #pragma once
 
-#include <minnow/plugin.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
 #include <memory>
+#include <minnow/plugin.hpp>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace minnow {
@@ -103,6 +103,9 @@ void require_same_dtype(const Node& node, int a, int b);
 // Normalises a possibly negative axis against `rank`, or fails naming the op.
 int normalize_axis(const Node& node, int64_t axis, int rank, const char* what = "axis");
 
+// Kernels hand their loop body to RunContext::parallel_for as an rvalue
+// (std::move(body)): its forwarding-reference template does not accept a named lambda.
+//
 // Items per parallel_for chunk so that one chunk is about `target` units of work:
 // big enough to amortise the scheduling, small enough to balance.
 inline size_t grain_for(double work_per_item, double target = 32768.0) {
@@ -120,9 +123,7 @@ class OpKernel : public Kernel {
   OpKernel(const Node& node, const char* kernel_name)
       : label_(node_label(node)), kernel_name_(kernel_name) {}
   const char* name() const override { return kernel_name_; }
-  [[noreturn]] void fail(const std::string& what) const {
-    throw PluginError(label_ + ": " + what);
-  }
+  [[noreturn]] void fail(const std::string& what) const { throw PluginError(label_ + ": " + what); }
   // Output `i` must have the element type and shape this kernel computed.
   void check_output(const mn_tensor* outputs, int num_outputs, int i, int32_t dtype,
                     const Dims& expected) const;

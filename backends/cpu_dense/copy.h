@@ -33,8 +33,8 @@ class CopyKernel : public OpKernel {
     else {
       check_dtype(out[0], in[0].dtype, "output");
       if (numel(out[0]) != numel(in[0]))
-        fail("output " + shape_str(out[0]) + " does not hold the " +
-             std::to_string(numel(in[0])) + " elements of input " + shape_str(in[0]));
+        fail("output " + shape_str(out[0]) + " does not hold the " + std::to_string(numel(in[0])) +
+             " elements of input " + shape_str(in[0]));
     }
     parallel_copy(ctx, out[0].data, in[0].data, static_cast<size_t>(numel(in[0])) * es);
     finish(in, num_inputs, out, num_outputs);

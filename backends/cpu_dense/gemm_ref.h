@@ -13,9 +13,9 @@ namespace cpu_dense {
 // Two loop orders, chosen so the innermost loop is unit-stride: when B's rows are
 // contiguous (b_cs == 1) each row of y accumulates scaled rows of B; when B is transposed
 // (b_rs == 1) each y(i,j) is a dot product along k.
-inline void gemm_rows_ref(int64_t i0, int64_t i1, int64_t N, int64_t K, float alpha,
-                          const float* a, int64_t a_rs, int64_t a_cs, const float* b,
-                          int64_t b_rs, int64_t b_cs, float* y, int64_t ldy) {
+inline void gemm_rows_ref(int64_t i0, int64_t i1, int64_t N, int64_t K, float alpha, const float* a,
+                          int64_t a_rs, int64_t a_cs, const float* b, int64_t b_rs, int64_t b_cs,
+                          float* y, int64_t ldy) {
   for (int64_t i = i0; i < i1; ++i) {
     float* yr = y + i * ldy;
     const float* ar = a + i * a_rs;

@@ -2,9 +2,9 @@
 // per (n, c) plane.
 #pragma once
 
-#include "common.h"
-
 #include <limits>
+
+#include "common.h"
 
 namespace minnow {
 namespace cpu_dense {
@@ -31,8 +31,7 @@ class GlobalPoolKernel final : public OpKernel {
     float* y = static_cast<float*>(out[0].data);
     const int64_t plane = d.prod(2, d.rank);
     const bool is_max = max_;
-    ctx.parallel_for(static_cast<size_t>(d[0] * d[1]), grain_for(static_cast<double>(plane)),
-                     [&](size_t r0, size_t r1) {
+    auto body = [&](size_t r0, size_t r1) {
       for (size_t r = r0; r < r1; ++r) {
         const float* xp = x + r * plane;
         if (is_max) {
@@ -48,7 +47,9 @@ class GlobalPoolKernel final : public OpKernel {
           y[r] = plane ? static_cast<float>(s / static_cast<double>(plane)) : 0.0f;
         }
       }
-    });
+    };
+    ctx.parallel_for(static_cast<size_t>(d[0] * d[1]), grain_for(static_cast<double>(plane)),
+                     std::move(body));
   }
 
  private:

@@ -10,9 +10,9 @@
 //                                           attributes.
 #pragma once
 
-#include "common.h"
-
 #include <cstddef>
+
+#include "common.h"
 
 namespace minnow {
 namespace cpu_dense {
@@ -37,8 +37,8 @@ const OpEntry* op_table(size_t* count);
 // whether the op exists at another version.
 const OpEntry* find_op(const char* op, int version, bool* op_known = nullptr);
 
-#define MINNOW_CPU_DENSE_DECLARE_OP(fn)  \
-  double fn##_bid(const Node& node);     \
+#define MINNOW_CPU_DENSE_DECLARE_OP(fn) \
+  double fn##_bid(const Node& node);    \
   std::unique_ptr<Kernel> fn##_make(const Node& node);
 
 // Phase 1
@@ -87,6 +87,28 @@ MINNOW_CPU_DENSE_DECLARE_OP(concat)
 MINNOW_CPU_DENSE_DECLARE_OP(transpose)
 MINNOW_CPU_DENSE_DECLARE_OP(squeeze)
 MINNOW_CPU_DENSE_DECLARE_OP(unsqueeze)
+// Issue 3: ONNX coverage
+MINNOW_CPU_DENSE_DECLARE_OP(gather)
+MINNOW_CPU_DENSE_DECLARE_OP(slice)
+MINNOW_CPU_DENSE_DECLARE_OP(constant_of_shape)
+MINNOW_CPU_DENSE_DECLARE_OP(expand)
+MINNOW_CPU_DENSE_DECLARE_OP(cast)
+MINNOW_CPU_DENSE_DECLARE_OP(split)
+MINNOW_CPU_DENSE_DECLARE_OP(where)
+MINNOW_CPU_DENSE_DECLARE_OP(not)
+MINNOW_CPU_DENSE_DECLARE_OP(pad)
+MINNOW_CPU_DENSE_DECLARE_OP(tile)
+MINNOW_CPU_DENSE_DECLARE_OP(reduce_mean)
+MINNOW_CPU_DENSE_DECLARE_OP(reduce_max)
+MINNOW_CPU_DENSE_DECLARE_OP(reduce_sum)
+MINNOW_CPU_DENSE_DECLARE_OP(argmax)
+MINNOW_CPU_DENSE_DECLARE_OP(topk)
+MINNOW_CPU_DENSE_DECLARE_OP(depth_to_space)
+MINNOW_CPU_DENSE_DECLARE_OP(space_to_depth)
+MINNOW_CPU_DENSE_DECLARE_OP(instance_norm)
+MINNOW_CPU_DENSE_DECLARE_OP(lrn)
+// Not in the table: Clip dispatches integer inputs here.
+MINNOW_CPU_DENSE_DECLARE_OP(clip_int)
 
 #undef MINNOW_CPU_DENSE_DECLARE_OP
 

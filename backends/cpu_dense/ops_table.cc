@@ -1,6 +1,6 @@
-#include "ops.h"
-
 #include <cstring>
+
+#include "ops.h"
 
 namespace minnow {
 namespace cpu_dense {
@@ -58,6 +58,26 @@ constexpr OpEntry kOps[] = {
     {"Transpose", 1, kMaxOpset, transpose_bid, transpose_make},
     {"Squeeze", 1, kMaxOpset, squeeze_bid, squeeze_make},
     {"Unsqueeze", 1, kMaxOpset, unsqueeze_bid, unsqueeze_make},
+    // Issue 3: ONNX coverage
+    {"Gather", 1, kMaxOpset, gather_bid, gather_make},
+    {"Slice", 1, kMaxOpset, slice_bid, slice_make},
+    {"ConstantOfShape", 9, kMaxOpset, constant_of_shape_bid, constant_of_shape_make},
+    {"Expand", 8, kMaxOpset, expand_bid, expand_make},
+    {"Cast", 6, kMaxOpset, cast_bid, cast_make},
+    {"Split", 2, kMaxOpset, split_bid, split_make},
+    {"Where", 9, kMaxOpset, where_bid, where_make},
+    {"Not", 1, kMaxOpset, not_bid, not_make},
+    {"Pad", 2, kMaxOpset, pad_bid, pad_make},
+    {"Tile", 6, kMaxOpset, tile_bid, tile_make},
+    {"ReduceMean", 1, kMaxOpset, reduce_mean_bid, reduce_mean_make},
+    {"ReduceMax", 1, kMaxOpset, reduce_max_bid, reduce_max_make},
+    {"ReduceSum", 1, kMaxOpset, reduce_sum_bid, reduce_sum_make},
+    {"ArgMax", 1, kMaxOpset, argmax_bid, argmax_make},
+    {"TopK", 1, kMaxOpset, topk_bid, topk_make},
+    {"DepthToSpace", 1, kMaxOpset, depth_to_space_bid, depth_to_space_make},
+    {"SpaceToDepth", 1, kMaxOpset, space_to_depth_bid, space_to_depth_make},
+    {"InstanceNormalization", 1, kMaxOpset, instance_norm_bid, instance_norm_make},
+    {"LRN", 1, kMaxOpset, lrn_bid, lrn_make},
 };
 
 }  // namespace

@@ -4,9 +4,9 @@
 // read.
 #pragma once
 
-#include "spatial.h"
-
 #include <limits>
+
+#include "spatial.h"
 
 namespace minnow {
 namespace cpu_dense {
@@ -34,8 +34,8 @@ class PoolKernel final : public OpKernel {
     check_dtype(in[0], MN_F32, "X");
     const int nsp = attrs_.nsp;
     if (in[0].rank != nsp + 2)
-      fail("X " + shape_str(in[0]) + " must have rank " + std::to_string(nsp + 2) +
-           " for a " + std::to_string(nsp) + "-D kernel_shape");
+      fail("X " + shape_str(in[0]) + " must have rank " + std::to_string(nsp + 2) + " for a " +
+           std::to_string(nsp) + "-D kernel_shape");
     if (num_outputs < 1 || out[0].rank != nsp + 2)
       fail("output must have rank " + std::to_string(nsp + 2));
     Axis ax[kMaxSpatial];
@@ -52,8 +52,7 @@ class PoolKernel final : public OpKernel {
     const int64_t taps = D.k * H.k * W.k;
     const bool is_max = kind_ == PoolKind::kMax;
     const bool include_pad = count_include_pad_;
-    ctx.parallel_for(static_cast<size_t>(rows), grain_for(static_cast<double>(W.out * taps)),
-                     [&](size_t r0, size_t r1) {
+    auto body = [&](size_t r0, size_t r1) {
       for (int64_t r = static_cast<int64_t>(r0); r < static_cast<int64_t>(r1); ++r) {
         const int64_t oh = r % H.out;
         const int64_t od_ = (r / H.out) % D.out;
@@ -96,7 +95,9 @@ class PoolKernel final : public OpKernel {
           }
         }
       }
-    });
+    };
+    ctx.parallel_for(static_cast<size_t>(rows), grain_for(static_cast<double>(W.out * taps)),
+                     std::move(body));
   }
 
  private:

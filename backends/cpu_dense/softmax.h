@@ -4,9 +4,9 @@
 // for the old form. Numerically stable: the line's maximum is subtracted first.
 #pragma once
 
-#include "common.h"
-
 #include <cmath>
+
+#include "common.h"
 
 namespace minnow {
 namespace cpu_dense {
@@ -38,8 +38,7 @@ class SoftmaxKernel final : public OpKernel {
     const float* x = static_cast<const float*>(in[0].data);
     float* y = static_cast<float*>(out[0].data);
     const bool log = log_;
-    ctx.parallel_for(static_cast<size_t>(outer * inner), grain_for(4.0 * len),
-                     [&](size_t l0, size_t l1) {
+    auto body = [&](size_t l0, size_t l1) {
       for (int64_t line = static_cast<int64_t>(l0); line < static_cast<int64_t>(l1); ++line) {
         const int64_t o = line / inner, i = line % inner;
         const float* xl = x + o * len * inner + i;
@@ -60,7 +59,8 @@ class SoftmaxKernel final : public OpKernel {
           for (int64_t j = 0; j < len; ++j) yl[j * inner] *= inv;
         }
       }
-    });
+    };
+    ctx.parallel_for(static_cast<size_t>(outer * inner), grain_for(4.0 * len), std::move(body));
   }
 
  private:

@@ -106,8 +106,8 @@ bool resolve_axis(const SpatialAttrs& a, int i, int64_t in, Axis* ax, int64_t* o
   return true;
 }
 
-std::string resolve_geometry(const SpatialAttrs& a, const int64_t* in_dims,
-                             const int64_t* out_dims, Axis axes[kMaxSpatial]) {
+std::string resolve_geometry(const SpatialAttrs& a, const int64_t* in_dims, const int64_t* out_dims,
+                             Axis axes[kMaxSpatial]) {
   const int lead = kMaxSpatial - a.nsp;
   for (int i = 0; i < lead; ++i) axes[i] = Axis();
   for (int i = 0; i < a.nsp; ++i) {

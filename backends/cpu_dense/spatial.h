@@ -48,13 +48,12 @@ bool resolve_axis(const SpatialAttrs& a, int i, int64_t in, Axis* ax, int64_t* o
 // Lifts the `nsp` trailing dims of a rank-(2+nsp) tensor into three axes (leading ones).
 // `out_dims` are the output's spatial dims, checked against the resolved geometry; on a
 // mismatch, returns a message (empty string = fine).
-std::string resolve_geometry(const SpatialAttrs& a, const int64_t* in_dims,
-                             const int64_t* out_dims, Axis axes[kMaxSpatial]);
+std::string resolve_geometry(const SpatialAttrs& a, const int64_t* in_dims, const int64_t* out_dims,
+                             Axis axes[kMaxSpatial]);
 
 // Valid kernel taps [*lo, *hi) for a window starting at `start` (may be negative) over an
 // input of size `in`: those k with 0 <= start + k*d < in.
-inline void valid_taps(int64_t start, int64_t d, int64_t k, int64_t in, int64_t* lo,
-                       int64_t* hi) {
+inline void valid_taps(int64_t start, int64_t d, int64_t k, int64_t in, int64_t* lo, int64_t* hi) {
   int64_t l = start >= 0 ? 0 : (-start + d - 1) / d;
   int64_t h = start >= in ? 0 : (in - 1 - start) / d + 1;
   *lo = std::min(l, k);

@@ -2,17 +2,53 @@
 // (no per-element indirect call). Output 0 may alias input 0 (in place).
 #pragma once
 
-#include "common.h"
-
 #include <type_traits>
+
+#include "common.h"
 
 namespace minnow {
 namespace cpu_dense {
 
-template <class T> struct DtypeOf;
-template <> struct DtypeOf<float> { static constexpr int32_t value = MN_F32; };
-template <> struct DtypeOf<int64_t> { static constexpr int32_t value = MN_I64; };
-template <> struct DtypeOf<uint8_t> { static constexpr int32_t value = MN_BOOL; };  // ONNX bool: 1 byte
+template <class T>
+struct DtypeOf;
+template <>
+struct DtypeOf<float> {
+  static constexpr int32_t value = MN_F32;
+};
+template <>
+struct DtypeOf<int64_t> {
+  static constexpr int32_t value = MN_I64;
+};
+template <>
+struct DtypeOf<uint8_t> {
+  static constexpr int32_t value = MN_BOOL;
+};  // ONNX bool: 1 byte
+// The other integer types (kernels over uint8 data pass MN_U8 explicitly, since uint8_t
+// stands for bool above).
+template <>
+struct DtypeOf<int8_t> {
+  static constexpr int32_t value = MN_I8;
+};
+template <>
+struct DtypeOf<int16_t> {
+  static constexpr int32_t value = MN_I16;
+};
+template <>
+struct DtypeOf<uint16_t> {
+  static constexpr int32_t value = MN_U16;
+};
+template <>
+struct DtypeOf<int32_t> {
+  static constexpr int32_t value = MN_I32;
+};
+template <>
+struct DtypeOf<uint32_t> {
+  static constexpr int32_t value = MN_U32;
+};
+template <>
+struct DtypeOf<uint64_t> {
+  static constexpr int32_t value = MN_U64;
+};
 
 template <class T, class F>
 class UnaryKernel final : public OpKernel {
@@ -37,9 +73,10 @@ class UnaryKernel final : public OpKernel {
     T* y = static_cast<T*>(outputs[0].data);
     const F f = f_;
     // Reading x[i] before writing y[i] keeps the in-place case (x == y) correct.
-    ctx.parallel_for(static_cast<size_t>(d.numel()), kElementwiseGrain, [&](size_t b, size_t e) {
+    auto body = [&](size_t b, size_t e) {
       for (size_t i = b; i < e; ++i) y[i] = f(x[i]);
-    });
+    };
+    ctx.parallel_for(static_cast<size_t>(d.numel()), kElementwiseGrain, std::move(body));
   }
 
  private:

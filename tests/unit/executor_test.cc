@@ -117,6 +117,7 @@ TEST_SUITE("executor") {
     SessionOptions so;
     so.policy.node_force = {{"relu", "test_backend"}};
     auto s = Session::create(pm, so).value();
+    REQUIRE(s->profile().size() == 1);
     CHECK(s->profile()[0].backend == "test_backend");
     auto out = s->run({Tensor::from_vector<float>({4}, {-1, 2, -3, 4})}).value();
     CHECK(out[0].data<float>()[0] == 0.f);

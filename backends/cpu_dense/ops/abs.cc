@@ -1,8 +1,8 @@
 // Abs: |x|; float32 and int64 (|INT64_MIN| wraps to itself instead of overflowing).
+#include <cmath>
+
 #include "../binary.h"
 #include "../ops.h"
-
-#include <cmath>
 
 namespace minnow {
 namespace cpu_dense {

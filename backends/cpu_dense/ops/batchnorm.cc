@@ -4,9 +4,9 @@
 //
 // Per (n, c) plane the affine pair a = scale / sqrt(var + eps), b = B - mean * a is formed
 // once; parameters are read at run time since they need not be constants.
-#include "../ops.h"
-
 #include <cmath>
+
+#include "../ops.h"
 
 namespace minnow {
 namespace cpu_dense {
@@ -34,7 +34,8 @@ class BatchNormKernel final : public OpKernel {
     for (int i = 1; i < 5; ++i) {
       check_dtype(in[i], MN_F32, names[i]);
       if (in[i].rank != 1 || in[i].dims[0] != C)
-        fail(std::string(names[i]) + " " + shape_str(in[i]) + " must be [" + std::to_string(C) + "]");
+        fail(std::string(names[i]) + " " + shape_str(in[i]) + " must be [" + std::to_string(C) +
+             "]");
     }
     check_output(out, num_outputs, 0, MN_F32, d);
     const float* x = static_cast<const float*>(in[0].data);
@@ -45,8 +46,7 @@ class BatchNormKernel final : public OpKernel {
     float* y = static_cast<float*>(out[0].data);
     const int64_t plane = d.prod(2, d.rank);
     const float eps = epsilon_;
-    ctx.parallel_for(static_cast<size_t>(d[0] * C), grain_for(2.0 * plane),
-                     [&](size_t r0, size_t r1) {
+    auto body = [&](size_t r0, size_t r1) {
       for (size_t r = r0; r < r1; ++r) {
         const int64_t c = static_cast<int64_t>(r) % C;
         const float a = scale[c] / std::sqrt(var[c] + eps);
@@ -55,7 +55,8 @@ class BatchNormKernel final : public OpKernel {
         float* yp = y + r * plane;
         for (int64_t i = 0; i < plane; ++i) yp[i] = xp[i] * a + b;
       }
-    });
+    };
+    ctx.parallel_for(static_cast<size_t>(d[0] * C), grain_for(2.0 * plane), std::move(body));
   }
 
  private:
@@ -79,8 +80,8 @@ double batchnorm_bid(const Node& node) {
   if (rank_known(x) && x.rank < 2) node.fail("X " + shape_str(x) + " must have rank >= 2");
   for (int i = 1; i < 5; ++i) {
     const mn_tensor& p = *node.input(i).t;
-    if (rank_known(p) && (p.rank != 1 || (dim_known(p, 0) && dim_known(x, 1) &&
-                                          p.dims[0] != x.dims[1])))
+    if (rank_known(p) &&
+        (p.rank != 1 || (dim_known(p, 0) && dim_known(x, 1) && p.dims[0] != x.dims[1])))
       node.fail("input " + std::to_string(i) + " " + shape_str(p) + " must be [C] for X " +
                 shape_str(x));
   }

@@ -1,10 +1,10 @@
 // Clip: min(max(x, lo), hi). Bounds are attributes before opset 11 and optional scalar
 // inputs from 11 on (read at run time: they may be computed); an absent bound is no bound.
 // With lo > hi every element becomes hi, as the spec says.
+#include <limits>
+
 #include "../ops.h"
 #include "../unary.h"
-
-#include <limits>
 
 namespace minnow {
 namespace cpu_dense {
@@ -34,12 +34,13 @@ class ClipKernel final : public OpKernel {
     }
     const float* x = static_cast<const float*>(in[0].data);
     float* y = static_cast<float*>(out[0].data);
-    ctx.parallel_for(static_cast<size_t>(d.numel()), kElementwiseGrain, [&](size_t b, size_t e) {
+    auto body = [&](size_t b, size_t e) {
       for (size_t i = b; i < e; ++i) {
         const float v = x[i] < lo ? lo : x[i];
         y[i] = v > hi ? hi : v;
       }
-    });
+    };
+    ctx.parallel_for(static_cast<size_t>(d.numel()), kElementwiseGrain, std::move(body));
   }
 
  private:
@@ -56,6 +57,8 @@ class ClipKernel final : public OpKernel {
 }  // namespace
 
 double clip_bid(const Node& node) {
+  if (node.num_inputs() > 0 && node.has_input(0) && node.input(0).dtype() != MN_F32)
+    return clip_int_bid(node);  // integer inputs: clip_int.cc
   const bool inputs = node.op_version() >= 11;
   require_inputs(node, 1, inputs ? 3 : 1);
   require_input_dtype(node, 0, {MN_F32});
@@ -70,6 +73,8 @@ double clip_bid(const Node& node) {
 }
 
 std::unique_ptr<Kernel> clip_make(const Node& node) {
+  if (node.num_inputs() > 0 && node.has_input(0) && node.input(0).dtype() != MN_F32)
+    return clip_int_make(node);
   clip_bid(node);
   const bool inputs = node.op_version() >= 11;
   const float lo = inputs ? std::numeric_limits<float>::lowest()

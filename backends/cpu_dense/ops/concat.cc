@@ -41,8 +41,7 @@ class ConcatKernel final : public OpKernel {
     const int64_t outer = od.prod(0, axis);
     const size_t out_row = static_cast<size_t>(od.prod(axis, r)) * es;
     char* y = static_cast<char*>(out[0].data);
-    ctx.parallel_for(static_cast<size_t>(outer), grain_for(static_cast<double>(out_row), 1 << 18),
-                     [&](size_t o0, size_t o1) {
+    auto body = [&](size_t o0, size_t o1) {
       for (size_t o = o0; o < o1; ++o) {
         char* dst = y + o * out_row;
         for (int k = 0; k < num_inputs; ++k) {
@@ -51,7 +50,9 @@ class ConcatKernel final : public OpKernel {
           dst += row;
         }
       }
-    });
+    };
+    ctx.parallel_for(static_cast<size_t>(outer), grain_for(static_cast<double>(out_row), 1 << 18),
+                     std::move(body));
   }
 
  private:

@@ -84,8 +84,7 @@ class ConvKernel final : public OpKernel {
     const int64_t Mg = M / group_;
     const int64_t rows = N * M * D.out * H.out;
     const int64_t taps = Cg * D.k * H.k * W.k;
-    ctx.parallel_for(static_cast<size_t>(rows), grain_for(2.0 * W.out * taps + W.out),
-                     [&](size_t r0, size_t r1) {
+    auto body = [&](size_t r0, size_t r1) {
       for (int64_t r = static_cast<int64_t>(r0); r < static_cast<int64_t>(r1); ++r) {
         // r enumerates (n, m, od, oh) in the output's row-major order.
         const int64_t oh = r % H.out;
@@ -124,7 +123,9 @@ class ConvKernel final : public OpKernel {
           }
         }
       }
-    });
+    };
+    ctx.parallel_for(static_cast<size_t>(rows), grain_for(2.0 * W.out * taps + W.out),
+                     std::move(body));
   }
 
  private:
@@ -150,20 +151,20 @@ std::unique_ptr<ConvKernel> check_conv(const Node& node) {
   if (group < 1) node.fail("group must be >= 1, got " + std::to_string(group));
   if (dim_known(x, 1)) {
     if (x.dims[1] % group != 0)
-      node.fail("group " + std::to_string(group) + " does not divide " +
-                std::to_string(x.dims[1]) + " input channels");
+      node.fail("group " + std::to_string(group) + " does not divide " + std::to_string(x.dims[1]) +
+                " input channels");
     if (dim_known(w, 1) && w.dims[1] * group != x.dims[1])
       node.fail("W " + shape_str(w) + " expects " + std::to_string(w.dims[1] * group) +
                 " input channels (group " + std::to_string(group) + "), X " + shape_str(x) +
                 " has " + std::to_string(x.dims[1]));
   }
   if (dim_known(w, 0) && w.dims[0] % group != 0)
-    node.fail("group " + std::to_string(group) + " does not divide " +
-              std::to_string(w.dims[0]) + " output channels");
+    node.fail("group " + std::to_string(group) + " does not divide " + std::to_string(w.dims[0]) +
+              " output channels");
   if (node.has_input(2)) {
     const mn_tensor& b = *node.input(2).t;
-    if (rank_known(b) && (b.rank != 1 || (dim_known(b, 0) && dim_known(w, 0) &&
-                                          b.dims[0] != w.dims[0])))
+    if (rank_known(b) &&
+        (b.rank != 1 || (dim_known(b, 0) && dim_known(w, 0) && b.dims[0] != w.dims[0])))
       node.fail("bias " + shape_str(b) + " must be [M] for W " + shape_str(w));
   }
   SpatialAttrs a = parse_spatial(node, nsp, w.dims + 2, false);

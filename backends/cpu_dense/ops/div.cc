@@ -10,16 +10,33 @@ namespace cpu_dense {
 namespace {
 struct DivOp : BinaryOpBase {
   template <class TB>
-  static constexpr bool nonzero_b() { return std::is_integral<TB>::value; }
+  static constexpr bool nonzero_b() {
+    return std::is_integral<TB>::value;
+  }
   float operator()(float a, float b) const { return a / b; }
   // INT64_MIN / -1 overflows: wrap like the other int64 ops.
-  int64_t operator()(int64_t a, int64_t b) const { return b == -1 ? wrap_sub(int64_t(0), a) : a / b; }
+  int64_t operator()(int64_t a, int64_t b) const {
+    return b == -1 ? wrap_sub(int64_t(0), a) : a / b;
+  }
+  // The other integer types: truncating too; MIN / -1 wraps for the signed ones.
+  template <class T, typename std::enable_if<std::is_integral<T>::value &&
+                                                 !std::is_same<T, int64_t>::value,
+                                             int>::type = 0>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_signed<T>::value)
+      if (b == T(-1)) return wrap_sub(T(0), a);
+    return static_cast<T>(a / b);
+  }
 };
 }  // namespace
 
-double div_bid(const Node& node) { return binary_bid(node, {MN_F32, MN_I64}); }
+double div_bid(const Node& node) {
+  return binary_bid(node, {MN_F32, MN_I64, MN_I8, MN_U8, MN_I16, MN_U16, MN_I32, MN_U32, MN_U64});
+}
 
 std::unique_ptr<Kernel> div_make(const Node& node) {
+  div_bid(node);
+  if (auto k = make_binary_other_int<DivOp>(node, "int_div_ref")) return k;
   return make_binary<DivOp>(node, "f32_div_ref", "i64_div_ref");
 }
 

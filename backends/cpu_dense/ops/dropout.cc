@@ -54,8 +54,7 @@ double dropout_bid(const Node& node) {
                 MN_ERR_UNSUPPORTED);
   }
   if (node.has_input(2) && training_flag(*node.input(2).t))
-    node.fail("training_mode = true is not supported by an inference backend",
-              MN_ERR_UNSUPPORTED);
+    node.fail("training_mode = true is not supported by an inference backend", MN_ERR_UNSUPPORTED);
   return f;
 }
 

@@ -1,9 +1,9 @@
 // Elu: x >= 0 ? x : alpha * (exp(x) - 1) (alpha default 1). expm1 keeps precision near 0.
-#include "../ops.h"
-#include "../unary.h"
-
 #include <algorithm>
 #include <cmath>
+
+#include "../ops.h"
+#include "../unary.h"
 
 namespace minnow {
 namespace cpu_dense {

@@ -9,7 +9,8 @@ namespace {
 
 class FlattenKernel final : public CopyKernel {
  public:
-  FlattenKernel(const Node& node, int64_t axis) : CopyKernel(node, "flatten_copy_ref"), axis_(axis) {}
+  FlattenKernel(const Node& node, int64_t axis)
+      : CopyKernel(node, "flatten_copy_ref"), axis_(axis) {}
 
  protected:
   bool expected_output(const mn_tensor& in, Dims* out) const override {

@@ -31,8 +31,8 @@ class GemmKernel final : public OpKernel {
     int64_t kb = trans_b_ ? in[1].dims[1] : in[1].dims[0];
     s.N = trans_b_ ? in[1].dims[0] : in[1].dims[1];
     if (kb != s.K)
-      fail("inner dims differ: A " + shape_str(in[0]) + (trans_a_ ? " (transposed)" : "") +
-           ", B " + shape_str(in[1]) + (trans_b_ ? " (transposed)" : ""));
+      fail("inner dims differ: A " + shape_str(in[0]) + (trans_a_ ? " (transposed)" : "") + ", B " +
+           shape_str(in[1]) + (trans_b_ ? " (transposed)" : ""));
     return s;
   }
 
@@ -75,19 +75,19 @@ class GemmKernel final : public OpKernel {
     const int64_t b_rs = trans_b_ ? 1 : s.N, b_cs = trans_b_ ? s.K : 1;
     const int64_t N = s.N, K = s.K;
     const float alpha = alpha_, beta = beta_;
-    ctx.parallel_for(static_cast<size_t>(s.M), grain_for(2.0 * N * K + N),
-                     [&](size_t i0, size_t i1) {
-                       for (size_t i = i0; i < i1; ++i) {
-                         float* yr = y + i * N;
-                         if (c) {
-                           const float* cr = c + i * c_rs;
-                           for (int64_t j = 0; j < N; ++j) yr[j] = beta * cr[j * c_cs];
-                         } else {
-                           for (int64_t j = 0; j < N; ++j) yr[j] = 0.0f;
-                         }
-                       }
-                       gemm_rows_ref(i0, i1, N, K, alpha, a, a_rs, a_cs, b, b_rs, b_cs, y, N);
-                     });
+    auto body = [&](size_t i0, size_t i1) {
+      for (size_t i = i0; i < i1; ++i) {
+        float* yr = y + i * N;
+        if (c) {
+          const float* cr = c + i * c_rs;
+          for (int64_t j = 0; j < N; ++j) yr[j] = beta * cr[j * c_cs];
+        } else {
+          for (int64_t j = 0; j < N; ++j) yr[j] = 0.0f;
+        }
+      }
+      gemm_rows_ref(i0, i1, N, K, alpha, a, a_rs, a_cs, b, b_rs, b_cs, y, N);
+    };
+    ctx.parallel_for(static_cast<size_t>(s.M), grain_for(2.0 * N * K + N), std::move(body));
   }
 
  private:

@@ -1,9 +1,9 @@
 // HardSigmoid: max(0, min(1, alpha * x + beta)) (alpha 0.2, beta 0.5).
-#include "../ops.h"
-#include "../unary.h"
-
 #include <algorithm>
 #include <cmath>
+
+#include "../ops.h"
+#include "../unary.h"
 
 namespace minnow {
 namespace cpu_dense {

@@ -1,8 +1,8 @@
 // HardSwish (opset 14): x * max(0, min(1, x / 6 + 1/2)).
+#include <algorithm>
+
 #include "../ops.h"
 #include "../unary.h"
-
-#include <algorithm>
 
 namespace minnow {
 namespace cpu_dense {

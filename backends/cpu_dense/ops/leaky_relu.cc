@@ -1,9 +1,9 @@
 // LeakyRelu: x >= 0 ? x : alpha * x (alpha default 0.01).
-#include "../ops.h"
-#include "../unary.h"
-
 #include <algorithm>
 #include <cmath>
+
+#include "../ops.h"
+#include "../unary.h"
 
 namespace minnow {
 namespace cpu_dense {

@@ -8,13 +8,19 @@ namespace cpu_dense {
 namespace {
 struct LessOp : BinaryOpBase {
   template <class T>
-  uint8_t operator()(T a, T b) const { return a < b; }
+  uint8_t operator()(T a, T b) const {
+    return a < b;
+  }
 };
 }  // namespace
 
-double less_bid(const Node& node) { return binary_bid(node, {MN_F32, MN_I64}); }
+double less_bid(const Node& node) {
+  return binary_bid(node, {MN_F32, MN_I64, MN_I8, MN_U8, MN_I16, MN_U16, MN_I32, MN_U32, MN_U64});
+}
 
 std::unique_ptr<Kernel> less_make(const Node& node) {
+  less_bid(node);
+  if (auto k = make_binary_other_int<LessOp>(node, "int_less_ref")) return k;
   return make_binary<LessOp>(node, "f32_less_ref", "i64_less_ref");
 }
 

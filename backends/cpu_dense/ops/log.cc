@@ -1,9 +1,9 @@
 // Log: natural logarithm (NaN below 0, -inf at 0, as std::log).
-#include "../ops.h"
-#include "../unary.h"
-
 #include <algorithm>
 #include <cmath>
+
+#include "../ops.h"
+#include "../unary.h"
 
 namespace minnow {
 namespace cpu_dense {

@@ -28,8 +28,7 @@ class MatMulKernel final : public OpKernel {
     s.K = a[a.rank - 1];
     const int64_t kb = b.rank == 1 ? b[0] : b[b.rank - 2];
     s.N = b.rank == 1 ? 1 : b[b.rank - 1];
-    if (kb != s.K)
-      fail("inner dims differ: A " + shape_str(in[0]) + ", B " + shape_str(in[1]));
+    if (kb != s.K) fail("inner dims differ: A " + shape_str(in[0]) + ", B " + shape_str(in[1]));
     s.batch_a.rank = std::max(0, a.rank - 2);
     for (int i = 0; i < s.batch_a.rank; ++i) s.batch_a[i] = a[i];
     s.batch_b.rank = std::max(0, b.rank - 2);
@@ -73,26 +72,26 @@ class MatMulKernel final : public OpKernel {
     const Dims batch = s.batch;
     // One work item is one row of the output (over all batches), so a single big matrix
     // and many small ones both split well.
-    ctx.parallel_for(static_cast<size_t>(rows), grain_for(2.0 * N * K + N),
-                     [&](size_t r0, size_t r1) {
-                       int64_t r = static_cast<int64_t>(r0);
-                       while (r < static_cast<int64_t>(r1)) {
-                         const int64_t bi = r / M, i0 = r % M;
-                         const int64_t i1 = std::min<int64_t>(M, i0 + (static_cast<int64_t>(r1) - r));
-                         int64_t oa = 0, ob = 0, rem = bi;
-                         for (int d = br - 1; d >= 0; --d) {
-                           const int64_t idx = rem % batch[d];
-                           rem /= batch[d];
-                           oa += idx * sa[d];
-                           ob += idx * sb[d];
-                         }
-                         float* yb = y + bi * M * N;
-                         for (int64_t i = i0; i < i1; ++i)
-                           for (int64_t j = 0; j < N; ++j) yb[i * N + j] = 0.0f;
-                         gemm_rows_ref(i0, i1, N, K, 1.0f, a + oa, K, 1, b + ob, N, 1, yb, N);
-                         r += i1 - i0;
-                       }
-                     });
+    auto body = [&](size_t r0, size_t r1) {
+      int64_t r = static_cast<int64_t>(r0);
+      while (r < static_cast<int64_t>(r1)) {
+        const int64_t bi = r / M, i0 = r % M;
+        const int64_t i1 = std::min<int64_t>(M, i0 + (static_cast<int64_t>(r1) - r));
+        int64_t oa = 0, ob = 0, rem = bi;
+        for (int d = br - 1; d >= 0; --d) {
+          const int64_t idx = rem % batch[d];
+          rem /= batch[d];
+          oa += idx * sa[d];
+          ob += idx * sb[d];
+        }
+        float* yb = y + bi * M * N;
+        for (int64_t i = i0; i < i1; ++i)
+          for (int64_t j = 0; j < N; ++j) yb[i * N + j] = 0.0f;
+        gemm_rows_ref(i0, i1, N, K, 1.0f, a + oa, K, 1, b + ob, N, 1, yb, N);
+        r += i1 - i0;
+      }
+    };
+    ctx.parallel_for(static_cast<size_t>(rows), grain_for(2.0 * N * K + N), std::move(body));
   }
 };
 

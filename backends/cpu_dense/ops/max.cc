@@ -9,13 +9,19 @@ namespace cpu_dense {
 namespace {
 struct MaxOp : BinaryOpBase {
   template <class T>
-  T operator()(T a, T b) const { return (a > b || is_nan(a)) ? a : b; }
+  T operator()(T a, T b) const {
+    return (a > b || is_nan(a)) ? a : b;
+  }
 };
 }  // namespace
 
-double max_bid(const Node& node) { return variadic_bid(node, {MN_F32, MN_I64}); }
+double max_bid(const Node& node) {
+  return variadic_bid(node, {MN_F32, MN_I64, MN_I8, MN_U8, MN_I16, MN_U16, MN_I32, MN_U32, MN_U64});
+}
 
 std::unique_ptr<Kernel> max_make(const Node& node) {
+  max_bid(node);
+  if (auto k = make_variadic_other_int<MaxOp>(node, "int_max_ref")) return k;
   return make_variadic<MaxOp>(node, "f32_max_ref", "i64_max_ref");
 }
 

@@ -1,9 +1,9 @@
 // Pow: a ^ b with numpy broadcasting (legacy broadcast/axis before opset 7). Base float32;
 // exponent float32, or int64 (opset 12+ lets the exponent have its own type).
+#include <cmath>
+
 #include "../binary.h"
 #include "../ops.h"
-
-#include <cmath>
 
 namespace minnow {
 namespace cpu_dense {
@@ -23,8 +23,7 @@ double pow_bid(const Node& node) {
   if (a.shape_known() && b.shape_known()) {
     Dims da = Dims::of(*a.t), db = Dims::of(*b.t), o;
     if (!LegacyBroadcast::parse(node).apply(da, &db) || !broadcast_dims(da, db, &o))
-      node.fail("shapes " + shape_str(*a.t) + " and " + shape_str(*b.t) +
-                " are not broadcastable");
+      node.fail("shapes " + shape_str(*a.t) + " and " + shape_str(*b.t) + " are not broadcastable");
   }
   return 10.0 * numel_estimate(*node.output(0).t);  // pow is a few exp/log
 }

@@ -1,10 +1,10 @@
 // Sigmoid: 1 / (1 + exp(-x)), evaluated so exp never overflows (exp of a
 // non-positive number only).
-#include "../ops.h"
-#include "../unary.h"
-
 #include <algorithm>
 #include <cmath>
+
+#include "../ops.h"
+#include "../unary.h"
 
 namespace minnow {
 namespace cpu_dense {

@@ -1,7 +1,8 @@
 // Softmax: exp(x - max) / sum(exp(x - max)) along the axis (opset < 13: the coerced 2-D
 // view; see softmax.h).
-#include "../ops.h"
 #include "../softmax.h"
+
+#include "../ops.h"
 
 namespace minnow {
 namespace cpu_dense {

@@ -1,17 +1,19 @@
 // Softplus: log(1 + exp(x)), as max(x, 0) + log1p(exp(-|x|)) so large |x| neither
 // overflows nor loses the answer.
-#include "../ops.h"
-#include "../unary.h"
-
 #include <algorithm>
 #include <cmath>
+
+#include "../ops.h"
+#include "../unary.h"
 
 namespace minnow {
 namespace cpu_dense {
 
 namespace {
 struct SoftplusOp {
-  float operator()(float x) const { return std::max(x, 0.0f) + std::log1p(std::exp(-std::fabs(x))); }
+  float operator()(float x) const {
+    return std::max(x, 0.0f) + std::log1p(std::exp(-std::fabs(x)));
+  }
 };
 }  // namespace
 

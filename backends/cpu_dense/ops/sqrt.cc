@@ -1,9 +1,9 @@
 // Sqrt: square root (NaN below 0, as std::sqrt).
-#include "../ops.h"
-#include "../unary.h"
-
 #include <algorithm>
 #include <cmath>
+
+#include "../ops.h"
+#include "../unary.h"
 
 namespace minnow {
 namespace cpu_dense {

@@ -9,7 +9,9 @@ namespace cpu_dense {
 namespace {
 struct SumOp : BinaryOpBase {
   template <class T>
-  T operator()(T a, T b) const { return wrap_add(a, b); }
+  T operator()(T a, T b) const {
+    return wrap_add(a, b);
+  }
 };
 }  // namespace
 

@@ -1,9 +1,9 @@
 // Tanh: hyperbolic tangent.
-#include "../ops.h"
-#include "../unary.h"
-
 #include <algorithm>
 #include <cmath>
+
+#include "../ops.h"
+#include "../unary.h"
 
 namespace minnow {
 namespace cpu_dense {

@@ -14,7 +14,7 @@ template <class T>
 void strided_copy(const RunContext& ctx, const StridedLoop<1>& loop, const void* src, void* dst) {
   const T* x = static_cast<const T*>(src);
   T* y = static_cast<T*>(dst);
-  ctx.parallel_for(static_cast<size_t>(loop.total), kElementwiseGrain, [&](size_t b, size_t e) {
+  auto body = [&](size_t b, size_t e) {
     loop.for_each_run(static_cast<int64_t>(b), static_cast<int64_t>(e),
                       [&](int64_t pos, const int64_t* off, const int64_t* step, int64_t n) {
                         const T* xs = x + off[0];
@@ -26,7 +26,8 @@ void strided_copy(const RunContext& ctx, const StridedLoop<1>& loop, const void*
                           for (int64_t i = 0; i < n; ++i) ys[i] = xs[i * s];
                         }
                       });
-  });
+  };
+  ctx.parallel_for(static_cast<size_t>(loop.total), kElementwiseGrain, std::move(body));
 }
 
 class TransposeKernel final : public OpKernel {

@@ -8,10 +8,12 @@
 #include <minnow/plugin.h>
 
 #include <cstddef>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -184,23 +186,26 @@ class RunContext {
       fn(size_t(0), n);
       return;
     }
+    // The first exception thrown by any chunk is kept (under a lock: chunks run on
+    // several threads) and rethrown here; later chunks are skipped.
     struct Call {
       std::remove_reference_t<Fn>* fn;
+      std::atomic<bool> failed{false};
+      std::mutex mutex;
       std::exception_ptr error;
-      bool failed = false;
-    } call{&fn, nullptr};
+    } call;
+    call.fn = &fn;
     c_->parallel_for(
         c_->host, n, grain == 0 ? 1 : grain,
         [](void* u, size_t b, size_t e) {
           auto* c = static_cast<Call*>(u);
-          if (c->failed) return;
+          if (c->failed.load(std::memory_order_relaxed)) return;
           try {
             (*c->fn)(b, e);
           } catch (...) {
-            if (!c->failed) {
-              c->failed = true;
-              c->error = std::current_exception();
-            }
+            std::lock_guard<std::mutex> lock(c->mutex);
+            if (!c->error) c->error = std::current_exception();
+            c->failed.store(true);
           }
         },
         &call);

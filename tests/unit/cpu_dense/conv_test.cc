@@ -168,7 +168,8 @@ TEST_SUITE("conv") {
       CDT_CHECK_CLOSE(out[0].f(), std::vector<float>({3, 5, 7, 1, 1, 1}));
     }
     {  // dilation 2: y[i] = x[i] + 10 x[i+2]
-      std::vector<Tensor> in{Tensor::f32({1, 1, 5}, {1, 2, 3, 4, 5}), Tensor::f32({1, 1, 2}, {1, 10})};
+      std::vector<Tensor> in{Tensor::f32({1, 1, 5}, {1, 2, 3, 4, 5}),
+                             Tensor::f32({1, 1, 2}, {1, 10})};
       std::vector<Tensor> out{Tensor::out({1, 1, 3})};
       RunResult r = run(FakeNode("Conv", 11).set("dilations", std::vector<int64_t>{2}), in, out);
       REQUIRE_MESSAGE(r.ok(), r.error);
@@ -351,7 +352,8 @@ TEST_SUITE("conv") {
       CHECK(r.error.find("output") != std::string::npos);
     }
     {  // 4 spatial dims: refused as unsupported
-      std::vector<Tensor> in{random_f32(rng, {1, 1, 2, 2, 2, 2}), random_f32(rng, {1, 1, 1, 1, 1, 1})};
+      std::vector<Tensor> in{random_f32(rng, {1, 1, 2, 2, 2, 2}),
+                             random_f32(rng, {1, 1, 1, 1, 1, 1})};
       std::vector<Tensor> out{Tensor::out({1, 1, 2, 2, 2, 2})};
       CHECK(bid(FakeNode("Conv", 11), in, out).cost < 0);
     }

@@ -8,8 +8,8 @@ using namespace cdt;
 namespace {
 
 // Y = alpha * op(A) op(B) + beta * C, C given with its own shape (right-aligned broadcast).
-std::vector<double> naive_gemm(const Tensor& a, const Tensor& b, const Tensor* c, bool ta,
-                               bool tb, float alpha, float beta) {
+std::vector<double> naive_gemm(const Tensor& a, const Tensor& b, const Tensor* c, bool ta, bool tb,
+                               float alpha, float beta) {
   const int64_t M = ta ? a.shape[1] : a.shape[0], K = ta ? a.shape[0] : a.shape[1];
   const int64_t N = tb ? b.shape[0] : b.shape[1];
   std::vector<double> y(static_cast<size_t>(M * N));
@@ -41,7 +41,8 @@ std::vector<double> naive_gemm(const Tensor& a, const Tensor& b, const Tensor* c
 }
 
 // numpy.matmul, written from its definition: promote 1-D operands, broadcast batch dims.
-std::vector<double> naive_matmul(const Tensor& a, const Tensor& b, std::vector<int64_t>* out_shape) {
+std::vector<double> naive_matmul(const Tensor& a, const Tensor& b,
+                                 std::vector<int64_t>* out_shape) {
   std::vector<int64_t> as = a.shape, bs = b.shape;
   if (as.size() == 1) as.insert(as.begin(), 1);
   if (bs.size() == 1) bs.push_back(1);
@@ -115,16 +116,18 @@ TEST_SUITE("gemm") {
 
   TEST_CASE("Gemm matches the definition over shapes, transposes and C broadcasts") {
     std::mt19937 rng(1234);
-    const int64_t sizes[][3] = {{1, 1, 1}, {1, 7, 3}, {5, 1, 9}, {3, 4, 1}, {17, 13, 11},
-                                {2, 33, 64}, {31, 3, 5}, {8, 8, 0}};
+    const int64_t sizes[][3] = {{1, 1, 1},    {1, 7, 3},   {5, 1, 9},  {3, 4, 1},
+                                {17, 13, 11}, {2, 33, 64}, {31, 3, 5}, {8, 8, 0}};
     int n = 0;
     for (const auto& s : sizes)
       for (int ta = 0; ta < 2; ++ta)
         for (int tb = 0; tb < 2; ++tb)
           for (int cform = 0; cform < 7; ++cform) {
             const int64_t M = s[0], N = s[1], K = s[2];
-            Tensor a = random_f32(rng, ta ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K});
-            Tensor b = random_f32(rng, tb ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N});
+            Tensor a =
+                random_f32(rng, ta ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K});
+            Tensor b =
+                random_f32(rng, tb ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N});
             std::vector<int64_t> cs[] = {{}, {}, {N}, {1, N}, {M, 1}, {M, N}, {1, 1}};
             const bool has_c = cform != 0;
             Tensor c = random_f32(rng, cs[cform]);
@@ -144,14 +147,16 @@ TEST_SUITE("gemm") {
             CAPTURE(ctx_name(ctx));
             RunResult r = run(node, in, out, ctx);
             REQUIRE_MESSAGE(r.ok(), r.error);
-            CDT_CHECK_CLOSE(out[0].f(), naive_gemm(a, b, has_c ? &c : nullptr, ta, tb, alpha, beta));
+            CDT_CHECK_CLOSE(out[0].f(),
+                            naive_gemm(a, b, has_c ? &c : nullptr, ta, tb, alpha, beta));
           }
   }
 
   TEST_CASE("Gemm splits rows across chunks") {
     std::mt19937 rng(7);
     for (Ctx ctx : kAllCtx) {
-      Tensor a = random_f32(rng, {67, 50}), b = random_f32(rng, {50, 45}), c = random_f32(rng, {45});
+      Tensor a = random_f32(rng, {67, 50}), b = random_f32(rng, {50, 45}),
+             c = random_f32(rng, {45});
       std::vector<Tensor> in{a, b, c}, out{Tensor::out({67, 45})};
       RunResult r = run(FakeNode("Gemm", 13), in, out, ctx);
       REQUIRE_MESSAGE(r.ok(), r.error);
@@ -182,7 +187,8 @@ TEST_SUITE("gemm") {
       CHECK(std::string(b.reason).find("int64") != std::string::npos);
     }
     {  // C that does not broadcast: an error at run time, not a crash
-      std::vector<Tensor> in{random_f32(rng, {2, 3}), random_f32(rng, {3, 4}), random_f32(rng, {3})};
+      std::vector<Tensor> in{random_f32(rng, {2, 3}), random_f32(rng, {3, 4}),
+                             random_f32(rng, {3})};
       std::vector<Tensor> out{Tensor::out({2, 4})};
       RunResult r = run(FakeNode("Gemm", 13), in, out);
       CHECK(r.status == MN_ERR_INVALID_ARGUMENT);
@@ -229,11 +235,20 @@ TEST_SUITE("gemm") {
   TEST_CASE("MatMul matches numpy.matmul over ranks and batch broadcasts") {
     std::mt19937 rng(99);
     const std::vector<std::vector<int64_t>> cases[] = {
-        {{5}, {5}},           {{7}, {7, 3}},          {{4, 7}, {7}},
-        {{1, 1}, {1, 1}},     {{3, 4, 5}, {5, 6}},    {{4, 5}, {3, 5, 6}},
-        {{2, 1, 3, 4}, {3, 4, 5}}, {{1, 3, 2, 4}, {2, 1, 4, 3}}, {{3}, {2, 3, 4}},
-        {{2, 3, 4}, {4}},     {{6, 1, 7}, {6, 7, 1}}, {{2, 3, 17, 9}, {2, 3, 9, 13}},
-        {{64, 48}, {48, 40}}, {{5, 3, 0}, {0, 4}},
+        {{5}, {5}},
+        {{7}, {7, 3}},
+        {{4, 7}, {7}},
+        {{1, 1}, {1, 1}},
+        {{3, 4, 5}, {5, 6}},
+        {{4, 5}, {3, 5, 6}},
+        {{2, 1, 3, 4}, {3, 4, 5}},
+        {{1, 3, 2, 4}, {2, 1, 4, 3}},
+        {{3}, {2, 3, 4}},
+        {{2, 3, 4}, {4}},
+        {{6, 1, 7}, {6, 7, 1}},
+        {{2, 3, 17, 9}, {2, 3, 9, 13}},
+        {{64, 48}, {48, 40}},
+        {{5, 3, 0}, {0, 4}},
     };
     int n = 0;
     for (const auto& c : cases)

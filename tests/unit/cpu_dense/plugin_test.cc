@@ -1,19 +1,16 @@
 // The plugin as the core sees it: the exported entry point, registration, the backend
 // table and its bids for ops it does not have.
+#include <dlfcn.h>
 #include <doctest/doctest.h>
-
-#include "test_util.h"
-
-#include "ops.h"
-
-#include <minnow/plugin.hpp>
 #include <minnow/services.h>
 
-#include <dlfcn.h>
-
 #include <cstring>
+#include <minnow/plugin.hpp>
 #include <string>
 #include <vector>
+
+#include "ops.h"
+#include "test_util.h"
 
 using namespace cdt;
 
@@ -77,7 +74,8 @@ TEST_SUITE("plugin") {
     REQUIRE(reg.backends.size() == 2);
     CHECK(reg.others == 0);
     // Besides the backend, each registration offers the dense weight-matmul service.
-    CHECK(reg.services == std::vector<std::string>{MN_SERVICE_MATMUL_DENSE, MN_SERVICE_MATMUL_DENSE});
+    CHECK(reg.services ==
+          std::vector<std::string>{MN_SERVICE_MATMUL_DENSE, MN_SERVICE_MATMUL_DENSE});
     const mn_backend* b = reg.backends[0];
     CHECK(reg.backends[1] == b);  // one table, valid for the library's lifetime
     CHECK(b->struct_size == sizeof(mn_backend));

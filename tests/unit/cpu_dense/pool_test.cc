@@ -1,10 +1,10 @@
 // MaxPool / AveragePool / global pools against the direct definition.
 #include <doctest/doctest.h>
 
-#include "test_util.h"
-
 #include <cmath>
 #include <limits>
+
+#include "test_util.h"
 
 using namespace cdt;
 
@@ -141,8 +141,8 @@ PoolSpec random_spec(std::mt19937& rng) {
   }
 }
 
-void check_pool(const char* op, Kind kind, const PoolSpec& p, const Tensor& x, Ctx ctx,
-                int version, size_t* chunks = nullptr) {
+void check_pool(const char* op, Kind kind, const PoolSpec& p, const Tensor& x, Ctx ctx, int version,
+                size_t* chunks = nullptr) {
   std::vector<int64_t> os;
   std::vector<double> want = naive_pool(p, x, kind, &os);
   std::vector<Tensor> in{x}, out{Tensor::out(os)};
@@ -172,7 +172,8 @@ TEST_SUITE("pool") {
     {
       std::vector<Tensor> in{Tensor::f32({1, 1, 4, 4}, x16)}, out{Tensor::out({1, 1, 2, 2})};
       FakeNode node("MaxPool", 12);
-      node.set("kernel_shape", std::vector<int64_t>{2, 2}).set("strides", std::vector<int64_t>{2, 2});
+      node.set("kernel_shape", std::vector<int64_t>{2, 2})
+          .set("strides", std::vector<int64_t>{2, 2});
       RunResult r = run(node, in, out);
       REQUIRE_MESSAGE(r.ok(), r.error);
       CHECK(r.kernel_name == "f32_maxpool2d_ref");
@@ -246,7 +247,8 @@ TEST_SUITE("pool") {
     {  // Indices output
       std::vector<Tensor> in{x}, out{Tensor::out({1, 2, 3, 3}), Tensor::out({1, 2, 3, 3}, MN_I64)};
       FakeNode node("MaxPool", 12);
-      node.set("kernel_shape", std::vector<int64_t>{2, 2}).set("strides", std::vector<int64_t>{2, 2});
+      node.set("kernel_shape", std::vector<int64_t>{2, 2})
+          .set("strides", std::vector<int64_t>{2, 2});
       mn_bid b = bid(node, in, out);
       CHECK(b.cost < 0);
       CHECK(std::string(b.reason).find("Indices") != std::string::npos);
@@ -262,7 +264,9 @@ TEST_SUITE("pool") {
     }
     {  // kernel_shape rank differs from X's spatial rank
       std::vector<Tensor> in{x}, out{Tensor::out({1, 2, 5})};
-      CHECK(bid(FakeNode("MaxPool", 12).set("kernel_shape", std::vector<int64_t>{2}), in, out).cost < 0);
+      CHECK(
+          bid(FakeNode("MaxPool", 12).set("kernel_shape", std::vector<int64_t>{2}), in, out).cost <
+          0);
     }
     {  // output shape inconsistent with the attributes (only known at run)
       std::vector<Tensor> in{x}, out{Tensor::out({1, 2, 4, 4})};
@@ -270,7 +274,8 @@ TEST_SUITE("pool") {
       o.hide_dims_at_prepare = true;
       o.skip_bid = true;
       FakeNode node("MaxPool", 12);
-      node.set("kernel_shape", std::vector<int64_t>{2, 2}).set("strides", std::vector<int64_t>{2, 2});
+      node.set("kernel_shape", std::vector<int64_t>{2, 2})
+          .set("strides", std::vector<int64_t>{2, 2});
       RunResult r = run(node, in, out, o);
       CHECK(r.status == MN_ERR_INVALID_ARGUMENT);
       CHECK(r.error.find("MaxPool") != std::string::npos);
@@ -301,7 +306,9 @@ TEST_SUITE("pool") {
     }
     {  // ceil_mode, 1-D: [1,2,3,4,5], k 2, s 2 -> [1.5, 3.5, 5]
       FakeNode n1("AveragePool", 11);
-      n1.set("kernel_shape", std::vector<int64_t>{2}).set("strides", std::vector<int64_t>{2}).set("ceil_mode", 1);
+      n1.set("kernel_shape", std::vector<int64_t>{2})
+          .set("strides", std::vector<int64_t>{2})
+          .set("ceil_mode", 1);
       std::vector<Tensor> in{Tensor::f32({1, 1, 5}, {1, 2, 3, 4, 5})}, out{Tensor::out({1, 1, 3})};
       RunResult r = run(n1, in, out);
       REQUIRE_MESSAGE(r.ok(), r.error);
@@ -351,7 +358,8 @@ TEST_SUITE("pool") {
       CDT_CHECK_CLOSE(out[0].f(), std::vector<float>({4, -1}));
     }
     std::mt19937 rng(6);
-    const std::vector<std::vector<int64_t>> shapes = {{1, 3, 7}, {2, 5, 9, 11}, {3, 2, 3, 4, 5}, {1, 512, 7, 7}, {2, 3, 1, 1}};
+    const std::vector<std::vector<int64_t>> shapes = {
+        {1, 3, 7}, {2, 5, 9, 11}, {3, 2, 3, 4, 5}, {1, 512, 7, 7}, {2, 3, 1, 1}};
     int i = 0;
     for (const auto& sh : shapes)
       for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {

@@ -2,10 +2,10 @@
 // Concat, Transpose).
 #include <doctest/doctest.h>
 
-#include "test_util.h"
-
 #include <algorithm>
 #include <cstring>
+
+#include "test_util.h"
 
 using namespace cdt;
 
@@ -61,7 +61,8 @@ TEST_SUITE("shape_ops") {
       for (int i = 0; i < a; ++i) rows *= x.shape[i];
       std::vector<Tensor> in{x}, out{Tensor::out({rows, 120 / rows})};
       CAPTURE(axis);
-      RunResult r = run(FakeNode("Flatten", 13).set("axis", axis), in, out, kAllCtx[(axis + 4) % 3]);
+      RunResult r =
+          run(FakeNode("Flatten", 13).set("axis", axis), in, out, kAllCtx[(axis + 4) % 3]);
       REQUIRE_MESSAGE(r.ok(), r.error);
       CHECK(r.kernel_name == "flatten_copy_ref");
       CHECK(std::memcmp(out[0].raw(), x.raw(), x.bytes()) == 0);
@@ -89,7 +90,8 @@ TEST_SUITE("shape_ops") {
         std::vector<Tensor> in{x}, out{Tensor::out({3, 4})};
         RunOptions o;
         o.in_place = in_place;
-        RunResult r = run(FakeNode("Squeeze", 11).set("axes", std::vector<int64_t>{0, 2}), in, out, o);
+        RunResult r =
+            run(FakeNode("Squeeze", 11).set("axes", std::vector<int64_t>{0, 2}), in, out, o);
         REQUIRE_MESSAGE(r.ok(), r.error);
         CHECK(r.inplace_input == 0);
         CHECK(std::memcmp(out[0].raw(), x.raw(), x.bytes()) == 0);
@@ -136,7 +138,8 @@ TEST_SUITE("shape_ops") {
   TEST_CASE("Dropout at inference: copy, mask all true, training refused") {
     Tensor x = Tensor::f32({2, 3}, {1, 2, 3, 4, 5, 6});
     {  // opset 12: bool mask
-      std::vector<Tensor> in{x, Tensor::f32({}, {0.5f})}, out{Tensor::out({2, 3}), Tensor::out({2, 3}, MN_BOOL)};
+      std::vector<Tensor> in{x, Tensor::f32({}, {0.5f})},
+          out{Tensor::out({2, 3}), Tensor::out({2, 3}, MN_BOOL)};
       RunResult r = run(FakeNode("Dropout", 12), in, out);
       REQUIRE_MESSAGE(r.ok(), r.error);
       CHECK(r.kernel_name == "dropout_copy_ref");
@@ -145,7 +148,8 @@ TEST_SUITE("shape_ops") {
     }
     {  // opset 7: mask has the input's type
       std::vector<Tensor> in{x}, out{Tensor::out({2, 3}), Tensor::out({2, 3})};
-      RunResult r = run(FakeNode("Dropout", 7).set("ratio", 0.3f), in, out, RunOptions{Ctx::kChunky, false, false, true});
+      RunResult r = run(FakeNode("Dropout", 7).set("ratio", 0.3f), in, out,
+                        RunOptions{Ctx::kChunky, false, false, true});
       REQUIRE_MESSAGE(r.ok(), r.error);
       CDT_CHECK_CLOSE(out[1].f(), std::vector<float>(6, 1.0f));
     }
@@ -280,7 +284,8 @@ TEST_SUITE("shape_ops") {
       CDT_CHECK_CLOSE(out[0].f(), std::vector<float>({1, 4, 2, 5, 3, 6}));
       Tensor x = random_f32(rng, {2, 16, 33, 35});
       std::vector<Tensor> in2{x}, out2{Tensor::out({2, 33, 35, 16})};
-      RunResult r = run(FakeNode("Transpose", 13).set("perm", std::vector<int64_t>{0, 2, 3, 1}), in2, out2, Ctx::kChunky);
+      RunResult r = run(FakeNode("Transpose", 13).set("perm", std::vector<int64_t>{0, 2, 3, 1}),
+                        in2, out2, Ctx::kChunky);
       REQUIRE_MESSAGE(r.ok(), r.error);
       CHECK(r.chunks > 1);
       bool same = true;
@@ -294,9 +299,13 @@ TEST_SUITE("shape_ops") {
     }
     {  // bad perms
       std::vector<Tensor> in{Tensor::f32({2, 3})}, out{Tensor::out({3, 2})};
-      CHECK(bid(FakeNode("Transpose", 13).set("perm", std::vector<int64_t>{0, 0}), in, out).cost < 0);
-      CHECK(bid(FakeNode("Transpose", 13).set("perm", std::vector<int64_t>{1, 2}), in, out).cost < 0);
-      CHECK(bid(FakeNode("Transpose", 13).set("perm", std::vector<int64_t>{2, 1, 0}), in, out).cost < 0);
+      CHECK(bid(FakeNode("Transpose", 13).set("perm", std::vector<int64_t>{0, 0}), in, out).cost <
+            0);
+      CHECK(bid(FakeNode("Transpose", 13).set("perm", std::vector<int64_t>{1, 2}), in, out).cost <
+            0);
+      CHECK(
+          bid(FakeNode("Transpose", 13).set("perm", std::vector<int64_t>{2, 1, 0}), in, out).cost <
+          0);
       std::vector<Tensor> out2{Tensor::out({2, 3})};
       CHECK(run(FakeNode("Transpose", 13), in, out2).status == MN_ERR_INVALID_ARGUMENT);
     }

@@ -2,9 +2,9 @@
 // single-axis form, against the definition in double precision.
 #include <doctest/doctest.h>
 
-#include "test_util.h"
-
 #include <cmath>
+
+#include "test_util.h"
 
 using namespace cdt;
 

@@ -1,18 +1,17 @@
 #include "test_util.h"
 
-#include "ops.h"  // cpu_dense::make_backend
-
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
 #include <algorithm>
-
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
+
+#include "ops.h"  // cpu_dense::make_backend
 
 namespace cdt {
 
@@ -31,10 +30,19 @@ std::string shape_str(const std::vector<int64_t>& v) {
 
 static size_t esize(int32_t dtype) {
   switch (dtype) {
-    case MN_F32: case MN_I32: case MN_U32: return 4;
-    case MN_I64: case MN_U64: case MN_F64: return 8;
-    case MN_F16: case MN_BF16: case MN_I16: case MN_U16: return 2;
-    case MN_I8: case MN_U8: case MN_BOOL: return 1;
+    case MN_F32:
+    case MN_I32:
+    case MN_U32: return 4;
+    case MN_I64:
+    case MN_U64:
+    case MN_F64: return 8;
+    case MN_F16:
+    case MN_BF16:
+    case MN_I16:
+    case MN_U16: return 2;
+    case MN_I8:
+    case MN_U8:
+    case MN_BOOL: return 1;
     default: return 0;
   }
 }
@@ -350,9 +358,10 @@ RunResult run(const FakeNode& node, std::vector<Tensor>& inputs, std::vector<Ten
     // Output 0 takes input 0's buffer, which holds the input: what the planner does.
     out[0].data = in[0].data;
   }
-  const size_t sb = k.scratch_bytes ? k.scratch_bytes(k.state, in.data(), static_cast<int32_t>(in.size()),
-                                                      out.data(), static_cast<int32_t>(out.size()))
-                                    : 0;
+  const size_t sb = k.scratch_bytes
+                        ? k.scratch_bytes(k.state, in.data(), static_cast<int32_t>(in.size()),
+                                          out.data(), static_cast<int32_t>(out.size()))
+                        : 0;
   Scratch scratch(sb);
   ChunkyHost host;
   mn_run_ctx ctx;

@@ -24,7 +24,7 @@ struct Tensor {
   static Tensor f32(std::vector<int64_t> shape, const std::vector<float>& values = {});
   static Tensor i64(std::vector<int64_t> shape, const std::vector<int64_t>& values = {});
   static Tensor of(int32_t dtype, std::vector<int64_t> shape);  // garbage-filled (0xA5)
-  static Tensor none();                                          // omitted optional
+  static Tensor none();                                         // omitted optional
   // Output buffer: filled with a NaN pattern, so unwritten elements are caught.
   static Tensor out(std::vector<int64_t> shape, int32_t dtype = MN_F32);
   Tensor& as_constant() {
@@ -154,9 +154,9 @@ Compare compare(const float* got, const std::vector<float>& want);
 
 // CHECK that `got` (float*) matches `want` within 1e-4 relative (1e-4 absolute near 0),
 // printing the worst element otherwise.
-#define CDT_CHECK_CLOSE(got_ptr, want_vec)                                                 \
-  do {                                                                                      \
-    const ::cdt::Compare cmp_ = ::cdt::compare((got_ptr), (want_vec));                      \
-    INFO("worst element " << cmp_.at << ": got " << cmp_.got << ", want " << cmp_.want);    \
-    CHECK((cmp_.size_ok && cmp_.worst <= 1e-4));                                            \
+#define CDT_CHECK_CLOSE(got_ptr, want_vec)                                               \
+  do {                                                                                   \
+    const ::cdt::Compare cmp_ = ::cdt::compare((got_ptr), (want_vec));                   \
+    INFO("worst element " << cmp_.at << ": got " << cmp_.got << ", want " << cmp_.want); \
+    CHECK((cmp_.size_ok && cmp_.worst <= 1e-4));                                         \
   } while (0)

@@ -88,7 +88,7 @@ TEST_CASE("a 90 % pruned MLP runs on cpu_sparse and matches cpu_dense") {
     const bool is_w3 = model->graph().tensors[node.inputs[1]].name == "w3";
     INFO(node.name << ": " << c.backend << " " << c.kernel << " — " << c.reason);
     CHECK(c.backend == (is_w3 ? "cpu_dense" : "cpu_sparse"));
-    if (is_w3) CHECK(c.reason.find("not sparse enough") != std::string::npos);
+    if (is_w3) CHECK(c.declined.find("not sparse enough") != std::string::npos);
     sparse += c.backend == "cpu_sparse";
   }
   CHECK(sparse == 2);
@@ -174,8 +174,8 @@ TEST_CASE("declines what it cannot or should not run, saying why") {
   REQUIRE(pm.is_ok());
   const KernelChoice& c = pm.value()->choices()[0];
   CHECK(c.backend == "cpu_dense");
-  CHECK(c.reason.find("cpu_sparse") != std::string::npos);
-  CHECK(c.reason.find("group") != std::string::npos);
+  CHECK(c.declined.find("cpu_sparse") != std::string::npos);
+  CHECK(c.declined.find("group") != std::string::npos);
   // Forcing cpu_sparse on a dense matrix is an error naming the node and the reason.
   ModelBuilder mb("gemm");
   mb.add_input("x", DataType::kFloat32, Shape{1, 16});
