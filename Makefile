@@ -4,7 +4,7 @@ BUILD ?= build
 CMAKE_FLAGS ?=
 export CCACHE_DIR ?= $(HOME)/.cache/ccache
 
-.PHONY: all deps configure build test demo install clean
+.PHONY: all deps configure build test demo install clean fuzz fuzz-smoke test-asan test-tsan asan-configure
 
 all: build
 
@@ -19,6 +19,43 @@ build: configure
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure --timeout 900
+	@$(MAKE) --no-print-directory fuzz-smoke
+
+# Hardening (tests/fuzz, docs/SECURITY.md). One clang ASan+UBSan tree serves the fuzzers
+# and `make test-asan`; without clang, test-asan uses g++ and the fuzzers are skipped.
+ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
+FUZZ_SECONDS ?= 300
+FUZZ_SMOKE_SECONDS ?= 20
+CLANGXX := $(shell command -v clang++-14 2>/dev/null)
+ifneq ($(CLANGXX),)
+ifneq ($(wildcard /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a),)
+ASAN_CMAKE = -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_C_COMPILER=clang-14 -DMINNOW_FUZZ=ON
+endif
+endif
+
+asan-configure: deps
+	@cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DMINNOW_SANITIZE=ON $(ASAN_CMAKE) $(CMAKE_FLAGS) >/dev/null
+
+fuzz fuzz-smoke: SECS = $(if $(filter fuzz-smoke,$@),$(FUZZ_SMOKE_SECONDS),$(FUZZ_SECONDS))
+fuzz fuzz-smoke:
+	@if [ -z "$(ASAN_CMAKE)" ]; then echo "fuzz: skipped: clang++-14 with libFuzzer not found (apt-get install clang-14 libclang-rt-14-dev)"; else \
+	  $(MAKE) --no-print-directory asan-configure && cmake --build $(ASAN_BUILD) --target fuzz_all && \
+	  for t in $$(tr ';' ' ' < $(ASAN_BUILD)/fuzz/targets.txt); do tests/fuzz/run_fuzz.sh replay $(ASAN_BUILD) $$t >/dev/null 2>&1 || \
+	    { echo "fuzz: regression inputs of $$t fail:"; tests/fuzz/run_fuzz.sh replay $(ASAN_BUILD) $$t 2>&1 | tail -30; exit 1; }; done && \
+	  tests/fuzz/run_fuzz.sh fuzz $(ASAN_BUILD) $(SECS); fi
+
+test-asan: asan-configure
+	@cmake --build $(ASAN_BUILD)
+	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure --timeout 1800
+
+# ThreadSanitizer: suppressions (each with its reason) in tests/stress/tsan.supp.
+test-tsan: deps
+	@cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DMINNOW_TSAN=ON -DMINNOW_ASAN_FORMAT_TEST=OFF $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(TSAN_BUILD)
+	@cd $(TSAN_BUILD) && TSAN_OPTIONS="suppressions=$(CURDIR)/tests/stress/tsan.supp halt_on_error=1 second_deadlock_stack=1" \
+	  ctest --output-on-failure --timeout 1800
 
 demo: build
 	@scripts/demo.sh $(BUILD)
@@ -29,4 +66,4 @@ install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

@@ -184,9 +184,16 @@ Result<Tensor> parse_tensor_proto(const uint8_t* data, size_t size, const std::s
   if (n < 0 || uint64_t(n) > (uint64_t(1) << 34)) return bad("too many elements");
   size_t es = dtype_size(dt);
   DataType store = dt == DataType::kFloat16 ? DataType::kFloat32 : dt;
+  // The values present must match the shape before the tensor is allocated: a few bytes
+  // can declare a shape of gigabytes (found by tests/fuzz, fuzz_tensor_pb).
+  if (raw && raw_len != size_t(n) * es)
+    return bad("raw_data has " + std::to_string(raw_len) + " bytes, shape needs " + std::to_string(size_t(n) * es));
+  if (!raw) {
+    size_t have = dt == DataType::kFloat32 ? floats.size() : dt == DataType::kFloat64 ? doubles.size() : ints.size();
+    if (have != size_t(n)) return bad("holds " + std::to_string(have) + " values, shape needs " + std::to_string(n));
+  }
   Tensor t(store, dims);
   if (raw) {
-    if (raw_len != size_t(n) * es) return bad("raw_data has " + std::to_string(raw_len) + " bytes, shape needs " + std::to_string(size_t(n) * es));
     if (dt == DataType::kFloat16) {
       for (int64_t i = 0; i < n; ++i) {
         uint16_t h;

@@ -14,6 +14,7 @@
 #include <limits>
 #include <set>
 #include <string>
+#include <type_traits>
 
 namespace minnow {
 
@@ -76,9 +77,16 @@ flatbuffers::Offset<fbs::Attribute> write_attr(flatbuffers::FlatBufferBuilder& b
 // ---- flatbuffer -> IR (after the verifier has passed) -------------------------------
 std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
 
+// The FlatBuffers verifier (2.0.x) checks a vector's length field but not the alignment of
+// its elements, so a crafted file can place an int64 vector at an address that is only
+// 4-byte aligned: copy the bytes instead of reading elements in place (FlatBuffers data
+// is little-endian, as are all hosts we build for).
 template <class T>
 std::vector<T> vec(const flatbuffers::Vector<T>* v) {
-  return v ? std::vector<T>(v->begin(), v->end()) : std::vector<T>();
+  static_assert(std::is_arithmetic<T>::value, "scalar vectors only");
+  std::vector<T> out(v ? v->size() : 0);
+  if (!out.empty()) std::memcpy(out.data(), v->Data(), out.size() * sizeof(T));
+  return out;
 }
 
 Status read_stage(const fbs::Encoding* e, ir::EncodingStage* out, const std::string& where) {
@@ -291,8 +299,11 @@ Result<ir::ModelIR> parse_model(const uint8_t* data, size_t size,
       return invalid_argument(origin + ": data section checksum mismatch (corrupted or truncated weights)");
     bool zero_copy = owner && reinterpret_cast<uintptr_t>(data) % kAlign == 0;
     for (size_t i = 0; i < fm->buffers()->size(); ++i) {
-      const fbs::Buffer* fb = fm->buffers()->Get(i);
-      uint64_t off = fb->offset(), len = fb->size();
+      // Struct elements may be misaligned in a crafted file (see vec()): copy them out.
+      uint64_t off, len;
+      const uint8_t* raw = reinterpret_cast<const uint8_t*>(fm->buffers()->Data()) + i * sizeof(fbs::Buffer);
+      std::memcpy(&off, raw, 8);
+      std::memcpy(&len, raw + 8, 8);
       if (off % kAlign != 0)
         return invalid_argument(origin + ": buffer " + std::to_string(i) + " is not 64-byte aligned");
       if (off > data_size || len > data_size - off)

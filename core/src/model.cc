@@ -3,6 +3,8 @@
 #include "file_io.h"
 
 #include <cstring>
+#include <algorithm>
+#include <cstdint>
 #include <queue>
 
 namespace minnow {
@@ -60,6 +62,22 @@ struct ModelAccess {
       if (!available[o])
         return invalid_argument(origin + ": graph output '" + g.tensors[o].name + "' is never produced");
 
+    // Declared decoded sizes first, so a file declaring more than the limit in all is
+    // refused before anything is allocated. Plain dense data is bounded by the file itself
+    // (and used in place), so only encoded constants count.
+    uint64_t decoded = 0;
+    const uint64_t limit = max_decoded_constant_bytes();
+    for (size_t t = 0; t < nt; ++t) {
+      const auto& info = g.tensors[t];
+      if (!info.is_constant()) continue;
+      if (info.encodings.size() == 1 && std::holds_alternative<ir::DenseStage>(info.encodings[0]) && info.quant.empty()) continue;
+      int64_t n = shape_elements(info.static_shape());
+      uint64_t bytes = n < 0 ? UINT64_MAX : uint64_t(n) * std::max<size_t>(1, dtype_size(info.dtype));
+      if (n < 0 || (n > 0 && bytes / uint64_t(n) != std::max<size_t>(1, dtype_size(info.dtype))) || bytes > limit - decoded)
+        return resource_exhausted(origin + ": tensor '" + info.name + "' of shape " + shape_to_string(info.static_shape()) +
+                                  ": encoded constants would decode to more than " + std::to_string(limit) + " bytes");
+      decoded += bytes;
+    }
     m->constants_.resize(nt);
     m->is_constant_.assign(nt, false);
     for (size_t t = 0; t < nt; ++t) {

@@ -2,6 +2,7 @@
 
 #include "registry.h"
 
+#include <cstdio>
 #include <cstring>
 
 namespace minnow {
@@ -222,9 +223,16 @@ Status infer_node_shapes(const Registry& registry, const Model& model, int node_
     return MN_OK;
   };
   mn_error err{};
-  mn_status s = op->def.infer_shapes(op->def.user, view.node(), &ctx, &err);
+  mn_status s;
+  try {
+    s = op->def.infer_shapes(op->def.user, view.node(), &ctx, &err);
+  } catch (...) {  // a C plugin must not throw; a C++ one without plugin.hpp's guard might
+    s = MN_ERR_INTERNAL;
+    std::snprintf(err.message, sizeof err.message, "exception escaped the shape function");
+  }
+  err.message[sizeof(err.message) - 1] = 0;
   if (s != MN_OK)
-    return invalid_argument(n.describe() + ": shape inference failed: " + (err.message[0] ? err.message : "status " + std::to_string(s)));
+    return invalid_argument(n.describe() + ": shape inference failed" + (op->library ? " (plugin '" + op->library->name + "')" : std::string()) + ": " + (err.message[0] ? err.message : "status " + std::to_string(s)));
   for (int32_t o : n.outputs)
     if (states[o].dtype == DataType::kUndefined)
       return internal_error(n.describe() + ": shape function did not set output '" + model.graph().tensors[o].name + "'");

@@ -91,10 +91,24 @@ static mn_run_ctx make_ctx(void* host, int threads, void* scratch, size_t scratc
   return ctx;
 }
 
+// "node X failed in backend B (plugin P, kernel K)": how every kernel fault is reported.
+static std::string kernel_where(const ir::Node& node, const PreparedKernel& pk) {
+  return node.describe() + " failed in backend '" + pk.backend->name + "' (plugin '" +
+         pk.backend->library->name + "', kernel " + (pk.k.name ? pk.k.name : "?") + ")";
+}
+
 static Status run_kernel(const ir::Node& node, const PreparedKernel& pk, const mn_run_ctx& ctx,
                          NodeView& view) {
   mn_error err{};
   mn_status st;
+  // Outputs are handed over writable (mn_tensor*), so a kernel can "report" a shape other
+  // than the one its op's shape function declared, or swap a data pointer. The buffers
+  // were sized from the declared shape, so either is a plugin bug: detect it, restore the
+  // views (they are reused by the next run) and fail the run.
+  constexpr size_t kMaxChecked = 16;
+  const size_t nout = view.outputs().size();
+  mn_tensor given[kMaxChecked];
+  for (size_t o = 0; o < nout && o < kMaxChecked; ++o) given[o] = view.outputs()[o];
   try {
     st = pk.k.run(pk.k.state, &ctx, view.inputs().data(), static_cast<int32_t>(view.inputs().size()),
                   view.outputs().data(), static_cast<int32_t>(view.outputs().size()), &err);
@@ -103,11 +117,28 @@ static Status run_kernel(const ir::Node& node, const PreparedKernel& pk, const m
     std::snprintf(err.message, sizeof err.message, "exception escaped the kernel");
   }
   err.message[sizeof(err.message) - 1] = 0;
+  std::string changed;
+  for (size_t o = 0; o < nout && o < kMaxChecked; ++o) {
+    mn_tensor& t = view.outputs()[o];
+    bool same = t.rank == given[o].rank && t.dtype == given[o].dtype && t.data == given[o].data;
+    for (int d = 0; same && d < given[o].rank && d < MN_MAX_RANK; ++d) same = t.dims[d] == given[o].dims[d];
+    if (!same && changed.empty()) {
+      auto dims = [](const mn_tensor& x) {
+        if (x.rank < 0 || x.rank > MN_MAX_RANK) return "rank " + std::to_string(x.rank);
+        return shape_to_string(Shape(x.dims, x.dims + x.rank));
+      };
+      changed = "kernel reported output " + std::to_string(o) + " ('" + (given[o].name ? given[o].name : "") +
+                "') as " + dims(t) + " " + dtype_name(static_cast<DataType>(t.dtype)) +
+                (t.data != given[o].data ? " at another address" : "") + ", but the op's shape function declared " +
+                dims(given[o]) + " " + dtype_name(static_cast<DataType>(given[o].dtype)) +
+                " and the buffer was sized for that";
+    }
+    if (!same) t = given[o];
+  }
   if (st != MN_OK)
     return Status(st == MN_ERR_OUT_OF_MEMORY ? StatusCode::kOutOfMemory : StatusCode::kInvalidArgument,
-                  node.describe() + " failed in backend '" + pk.backend->name + "' (plugin '" +
-                      pk.backend->library->name + "', kernel " + (pk.k.name ? pk.k.name : "?") + "): " +
-                      (err.message[0] ? err.message : "status " + std::to_string(st)));
+                  kernel_where(node, pk) + ": " + (err.message[0] ? err.message : "status " + std::to_string(st)));
+  if (!changed.empty()) return internal_error(kernel_where(node, pk) + ": " + changed);
   return Status::ok();
 }
 
@@ -126,6 +157,8 @@ Status Session::Impl::fold(int n, std::vector<TensorState>& st) {
   view.refresh();
   size_t scratch = pk->k.scratch_bytes ? pk->k.scratch_bytes(pk->k.state, view.inputs().data(), static_cast<int32_t>(view.inputs().size()),
                                                             view.outputs().data(), static_cast<int32_t>(view.outputs().size())) : 0;
+  if (scratch > options.max_arena_bytes)
+    return resource_exhausted(node.describe() + ": kernel asks for " + std::to_string(scratch) + " bytes of scratch, above the memory limit of " + std::to_string(options.max_arena_bytes) + " bytes");
   auto scratch_mem = aligned_alloc_shared(scratch);
   mn_run_ctx ctx = make_ctx(this, 1, scratch_mem.get(), scratch);
   MINNOW_RETURN_IF_ERROR(run_kernel(node, *pk, ctx, view));
@@ -175,6 +208,8 @@ Status Session::Impl::plan_with(bool use_values) {
     for (int32_t o : node.outputs) {
       const TensorState& ts = st[o];
       int64_t e = shape_elements(ts.dims);
+      if (ts.rank >= 0 && e == -2)  // element count overflows int64: too big, not unknown
+        return resource_exhausted(node.describe() + ": output '" + g.tensors[o].name + "' of shape " + shape_to_string(ts.dims) + " has more elements than int64 can count");
       if (ts.rank < 0 || e < 0)
         return invalid_argument(node.describe() + ": output '" + g.tensors[o].name + "' has unresolved shape " + shape_to_string(ts.dims));
       if (e == -2 || uint64_t(e) > options.max_arena_bytes / std::max<size_t>(1, dtype_size(ts.dtype)))
@@ -262,8 +297,14 @@ Status Session::Impl::plan_with(bool use_values) {
     const auto& k = step.kernel->k;
     auto& ins = step.view->inputs();
     auto& outs = step.view->outputs();
-    if (k.scratch_bytes)
-      scratch = std::max(scratch, k.scratch_bytes(k.state, ins.data(), static_cast<int32_t>(ins.size()), outs.data(), static_cast<int32_t>(outs.size())));
+    if (k.scratch_bytes) {
+      size_t need = k.scratch_bytes(k.state, ins.data(), static_cast<int32_t>(ins.size()), outs.data(), static_cast<int32_t>(outs.size()));
+      // Scratch is allocated next to the arena: a kernel asking for more than the limit
+      // (a huge declared shape, or a plugin bug) is refused like an oversized arena.
+      if (need > options.max_arena_bytes || mp.arena_size + need > options.max_arena_bytes)
+        return resource_exhausted(g.nodes[n].describe() + ": kernel " + (k.name ? k.name : "?") + " asks for " + std::to_string(need) + " bytes of scratch; with the arena of " + std::to_string(mp.arena_size) + " bytes that exceeds the memory limit of " + std::to_string(options.max_arena_bytes) + " bytes");
+      scratch = std::max(scratch, need);
+    }
     if (k.flops) step.flops = k.flops(k.state, ins.data(), static_cast<int32_t>(ins.size()), outs.data(), static_cast<int32_t>(outs.size()));
     steps.push_back(std::move(step));
   }

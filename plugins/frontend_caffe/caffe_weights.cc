@@ -110,7 +110,7 @@ class Reader {
       if (n % 4) fail("packed float field of " + std::to_string(n) + " bytes (not a multiple of 4)");
       size_t old = out->size();
       out->resize(old + n / 4);
-      std::memcpy(out->data() + old, r.p_, n);
+      if (n) std::memcpy(out->data() + old, r.p_, n);  // data() may be null when empty
     } else {
       fail("float field with wire type " + std::to_string(wire));
     }

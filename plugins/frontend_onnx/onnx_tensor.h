@@ -8,6 +8,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -104,8 +105,8 @@ inline Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::
     case onnx::TensorProto::UINT16: src_es = 2; break;
     default: src_es = 1; break;
   }
-  Tensor out(dt, shape);
   const size_t count = static_cast<size_t>(n);
+  if (count > SIZE_MAX / 8) return invalid_argument(what + ": too many elements");
   // Raw little-endian bytes of the source type, from raw_data or an external file.
   std::string external;
   const std::string* raw = nullptr;
@@ -134,6 +135,19 @@ inline Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::
   auto fail_count = [&](size_t have) {
     return invalid_argument(what + ": holds " + std::to_string(have) + " values, shape " + shape_to_string(shape) + " needs " + std::to_string(count));
   };
+  // The values present must match the shape before the tensor is allocated: a few bytes
+  // of protobuf can declare a shape of terabytes.
+  {
+    size_t have;
+    if (raw) have = raw->size() % src_es ? SIZE_MAX : raw->size() / src_es;
+    else if (t == onnx::TensorProto::FLOAT) have = static_cast<size_t>(tp.float_data_size());
+    else if (t == onnx::TensorProto::DOUBLE) have = static_cast<size_t>(tp.double_data_size());
+    else if (t == onnx::TensorProto::INT64) have = static_cast<size_t>(tp.int64_data_size());
+    else if (t == onnx::TensorProto::UINT32 || t == onnx::TensorProto::UINT64) have = static_cast<size_t>(tp.uint64_data_size());
+    else have = static_cast<size_t>(tp.int32_data_size());
+    if (have != count) return fail_count(have == SIZE_MAX ? raw->size() / src_es : have);
+  }
+  Tensor out(dt, shape);
   if (raw) {
     if (raw->size() != count * src_es) return fail_count(raw->size() / src_es);
     const char* p = raw->data();

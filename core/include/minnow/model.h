@@ -52,4 +52,10 @@ class Model {
 // Decodes a constant's encoding chain into a dense tensor (validating every index).
 Result<Tensor> decode_constant(const ir::ModelIR& model, const ir::TensorInfo& tensor);
 
+// Loading refuses a model whose encoded constants (sparse, codebook, Huffman) would decode
+// to more than this many bytes in all, before allocating any of it: a few bytes of file
+// can declare terabytes of zeros. Default 4 GiB. Process-wide; set it before loading.
+void set_max_decoded_constant_bytes(uint64_t bytes);
+uint64_t max_decoded_constant_bytes();
+
 }  // namespace minnow
