@@ -13,6 +13,8 @@ PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   # tests
   doctest-dev
+  # fuzzing (make fuzz, make test-asan): clang 14 and its libFuzzer / sanitizer runtimes
+  clang-14 libclang-rt-14-dev
   # compression end-to-end runs (60,000 training images for distill, .gz idx)
   dataset-fashion-mnist
   # aarch64 cross build + qemu for the sparse kernels' Arm tests (scripts/arm64/)
