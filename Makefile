@@ -3,6 +3,9 @@
 BUILD ?= build
 CMAKE_FLAGS ?=
 export CCACHE_DIR ?= $(HOME)/.cache/ccache
+# Paths under the checkout hash as relative ones, so a fresh clone elsewhere (CI, worktrees)
+# reuses the cache.
+export CCACHE_BASEDIR ?= $(CURDIR)
 
 .PHONY: all deps configure build test demo install clean fuzz fuzz-smoke test-asan test-tsan asan-configure
 
