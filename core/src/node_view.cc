@@ -222,6 +222,15 @@ Status infer_node_shapes(const Registry& registry, const Model& model, int node_
     st.value = st.owned.get();
     return MN_OK;
   };
+  ctx.set_output_bound = [](void* h, int32_t index) -> mn_status {
+    auto* host = static_cast<ShapeHost*>(h);
+    if (index < 0 || static_cast<size_t>(index) >= host->node->outputs.size()) return MN_ERR_INVALID_ARGUMENT;
+    TensorState& st = (*host->states)[host->node->outputs[index]];
+    if (st.rank < 0) return MN_ERR_INVALID_ARGUMENT;  // set_output first
+    st.bounded = true;
+    return MN_OK;
+  };
+  for (int32_t o : n.outputs) states[o].bounded = false;
   mn_error err{};
   mn_status s;
   try {
@@ -236,6 +245,10 @@ Status infer_node_shapes(const Registry& registry, const Model& model, int node_
   for (int32_t o : n.outputs)
     if (states[o].dtype == DataType::kUndefined)
       return internal_error(n.describe() + ": shape function did not set output '" + model.graph().tensors[o].name + "'");
+  bool bounded_input = false;
+  for (int32_t in : n.inputs) bounded_input = bounded_input || (in >= 0 && states[in].bounded);
+  if (bounded_input)
+    for (int32_t o : n.outputs) states[o].bounded = true;
   return Status::ok();
 }
 

@@ -22,6 +22,9 @@ struct TensorState {
   void* value = nullptr;  // known data (constants, plan-time values), else null
   std::shared_ptr<void> owned;  // storage for plan-time values
   bool is_constant = false;
+  // dims are an upper bound: the actual dims are known only when running (a kernel reports
+  // them for an output its shape function bounded; consumers of such a tensor inherit it).
+  bool bounded = false;
   bool shape_known() const {
     if (rank < 0) return false;
     for (int64_t d : dims)
@@ -60,7 +63,9 @@ class NodeView {
   std::vector<mn_tensor> inputs_, outputs_;
 };
 
-// Runs the node's shape function; updates the states of its outputs.
+// Runs the node's shape function; updates the states of its outputs. Outputs of a node
+// with a bounded input are bounded too; a value computed from bounds (a Shape of a bounded
+// tensor) is provisional: it plans the bounds downstream, the real one comes at run time.
 Status infer_node_shapes(const Registry& registry, const Model& model, int node_index,
                          std::vector<TensorState>& states);
 

@@ -20,15 +20,65 @@ namespace {
 // Plan-time folding evaluates nodes whose inputs are all known values (shape arithmetic:
 // Shape -> Gather -> Concat -> Reshape) while planning, up to this many bytes of output.
 constexpr size_t kMaxFoldBytes = 64 * 1024;
-// Integer graph inputs up to this many elements are treated as known values at plan time.
-constexpr int64_t kMaxValueInputElements = 2 * MN_MAX_RANK;
+// A graph input whose value decides shapes (see value_inputs_of) is given to planning
+// with its value up to this size; a bigger one is left to run time.
+constexpr size_t kMaxValueInputBytes = kMaxFoldBytes;
 
 struct Step {
   int node = -1;
-  std::shared_ptr<PreparedKernel> kernel;
+  std::shared_ptr<PreparedKernel> kernel;  // null: a core-evaluated op (Shape) run at run time
   std::unique_ptr<NodeView> view;  // mn_tensors with data pointers for this plan
   double flops = 0;
+  // Run-time-sized outputs (plugin ABI 1.2). `reshape`: an input is bounded (or the op is
+  // core-evaluated), so the shape function runs again with this run's dims before the
+  // kernel. `resizable` bit k: the op bounded output k itself, so the kernel may report it.
+  bool reshape = false;
+  uint32_t resizable = 0;
 };
+
+// Up to this many outputs of one node can be run-time sized (a bit each in Step::resizable).
+constexpr int kMaxResizableOutputs = 32;
+
+// What a running kernel reports through mn_run_ctx.set_output_dims.
+struct RunHost {
+  const mn_tensor* outputs = nullptr;  // the running node's outputs: dims are the bounds
+  int32_t num_outputs = 0;
+  uint32_t resizable = 0;
+  uint32_t reported = 0;
+  int64_t dims[kMaxResizableOutputs][MN_MAX_RANK];
+  void begin(NodeView& view, uint32_t may_resize) {
+    outputs = view.outputs().data();
+    num_outputs = static_cast<int32_t>(view.outputs().size());
+    resizable = may_resize;
+    reported = 0;
+  }
+};
+
+mn_status host_set_output_dims(void* h, int32_t index, int32_t rank, const int64_t* dims) {
+  auto* rh = static_cast<RunHost*>(h);
+  if (!rh || index < 0 || index >= rh->num_outputs || index >= kMaxResizableOutputs || !((rh->resizable >> index) & 1u))
+    return MN_ERR_INVALID_ARGUMENT;
+  const mn_tensor& bound = rh->outputs[index];
+  if (rank != bound.rank || rank < 0 || rank > MN_MAX_RANK || (rank > 0 && !dims)) return MN_ERR_INVALID_ARGUMENT;
+  for (int d = 0; d < rank; ++d)
+    if (dims[d] < 0 || dims[d] > bound.dims[d]) return MN_ERR_INVALID_ARGUMENT;
+  for (int d = 0; d < rank; ++d) rh->dims[index][d] = dims[d];
+  rh->reported |= 1u << index;
+  return MN_OK;
+}
+
+// After a kernel ran: the actual dims of the outputs it was allowed to resize (the bound
+// where it reported none) go into `states`, which are exact from now on.
+void apply_reported_dims(const RunHost& rh, const ir::Node& node, std::vector<TensorState>& states) {
+  for (int k = 0; k < rh.num_outputs && k < kMaxResizableOutputs; ++k) {
+    if (!((rh.resizable >> k) & 1u)) continue;
+    TensorState& ts = states[node.outputs[k]];
+    const mn_tensor& t = rh.outputs[k];
+    const int64_t* d = ((rh.reported >> k) & 1u) ? rh.dims[k] : t.dims;
+    for (int i = 0; i < t.rank && i < static_cast<int>(ts.dims.size()); ++i) ts.dims[i] = d[i];
+    ts.bounded = false;
+  }
+}
 
 }  // namespace
 
@@ -43,19 +93,20 @@ struct Session::Impl {
   // Inputs and outputs live outside the arena so views of them stay valid.
   std::vector<Tensor> inputs;   // per graph input
   std::vector<bool> input_set;
-  // Small integer inputs (shapes, axes, pads, K ...) whose values the last plan used:
-  // a new value there re-plans, since shapes may depend on it.
+  // Graph inputs whose values shape functions read (value_inputs_of): planning uses their
+  // values once given, and a new value re-plans.
+  std::vector<bool> value_input;
   std::vector<bool> input_value_planned;
   std::vector<bool> input_value_given;  // set_input was called
-  // Small integer tensors, and small float32 vectors / scalars (Resize scales, Range
-  // bounds), may decide shapes.
-  bool shape_like(size_t i) const {
-    DataType t = inputs[i].dtype();
-    if (inputs[i].elements() > kMaxValueInputElements) return false;
-    return t == DataType::kInt64 || t == DataType::kInt32 ||
-           (t == DataType::kFloat32 && inputs[i].shape().size() <= 1);
-  }
-  std::vector<Tensor> outputs;  // per graph output
+  std::vector<Tensor> outputs;  // per graph output (sized for the bound when bounded)
+  std::vector<Shape> output_dims;  // per graph output: its dims after the last run
+
+  // Run-time-sized tensors: with any in the plan, `run_states` holds this run's dims
+  // (exact once their producer ran) and `planned_bytes` what each tensor may occupy.
+  bool has_bounded = false;
+  std::vector<TensorState> run_states;
+  std::vector<size_t> planned_bytes;
+  RunHost run_host;
 
   bool planned = false;
   std::vector<TensorState> states;
@@ -64,12 +115,10 @@ struct Session::Impl {
   MemoryStats stats;
   std::vector<NodeProfile> profile;
 
-  // Plans without input values first; if shapes stay unresolved and shape-like inputs
-  // were given, plans again with their values known (and re-plans when they change).
   Status plan();
-  Status plan_with(bool use_values);
   Status run();
   Status fold(int node, std::vector<TensorState>& st);
+  Status reshape_step(Step& step);
 };
 
 // ThreadSanitizer cannot see the synchronisation inside an uninstrumented libtbb (Debian's),
@@ -108,7 +157,7 @@ void parallel_for_on_arena(void*, size_t n, size_t grain, mn_range_fn fn, void* 
 }
 }  // namespace
 
-static mn_run_ctx make_ctx(void* host, int threads, void* scratch, size_t scratch_size) {
+static mn_run_ctx make_ctx(RunHost* host, int threads, void* scratch, size_t scratch_size) {
   mn_run_ctx ctx{};
   ctx.struct_size = sizeof(mn_run_ctx);
   ctx.host = host;
@@ -116,6 +165,7 @@ static mn_run_ctx make_ctx(void* host, int threads, void* scratch, size_t scratc
   ctx.parallel_for = &parallel_for_on_arena;
   ctx.scratch = scratch;
   ctx.scratch_size = scratch_size;
+  ctx.set_output_dims = &host_set_output_dims;
   return ctx;
 }
 
@@ -188,8 +238,18 @@ Status Session::Impl::fold(int n, std::vector<TensorState>& st) {
   if (scratch > options.max_arena_bytes)
     return resource_exhausted(node.describe() + ": kernel asks for " + std::to_string(scratch) + " bytes of scratch, above the memory limit of " + std::to_string(options.max_arena_bytes) + " bytes");
   auto scratch_mem = aligned_alloc_shared(scratch);
-  mn_run_ctx ctx = make_ctx(this, 1, scratch_mem.get(), scratch);
+  RunHost rh;
+  uint32_t resizable = 0;
+  bool bounded_input = false;
+  for (size_t o = 0; o < node.outputs.size() && o < size_t(kMaxResizableOutputs); ++o)
+    if (st[node.outputs[o]].bounded) resizable |= 1u << o;
+  for (int32_t in : node.inputs) bounded_input = bounded_input || (in >= 0 && st[in].bounded);
+  rh.begin(view, resizable);
+  mn_run_ctx ctx = make_ctx(&rh, 1, scratch_mem.get(), scratch);
   MINNOW_RETURN_IF_ERROR(run_kernel(node, *pk, ctx, view));
+  // With exact inputs the reported dims are exact from now on; from bounded (provisional)
+  // inputs the value only plans what follows, and the node runs again when running.
+  if (!bounded_input) apply_reported_dims(rh, node, st);
   for (size_t o = 0; o < node.outputs.size(); ++o) {
     TensorState& ts = st[node.outputs[o]];
     ts.owned = owned[o];
@@ -198,18 +258,43 @@ Status Session::Impl::fold(int n, std::vector<TensorState>& st) {
   return Status::ok();
 }
 
-Status Session::Impl::plan() {
-  Status first = plan_with(false);
-  if (first) return first;
-  bool retry = false;
-  for (size_t i = 0; i < inputs.size(); ++i) retry = retry || (shape_like(i) && input_value_given[i]);
-  return retry ? plan_with(true) : first;
+// Which graph inputs' values decide shapes: walking back from every input an op definition
+// declares in mn_op_def.value_inputs (Reshape's shape, Slice's starts ...). A tensor's value
+// is known at plan time if it is a constant, a graph input given with its value, or the
+// output of a node folded while planning, which needs the values of all that node's
+// inputs; a core-evaluated op (Shape) gets its value from shapes and stops the walk.
+static std::vector<bool> value_inputs_of(const Model& model, const Registry& registry) {
+  const auto& g = model.graph();
+  std::vector<int> producer(g.tensors.size(), -1);
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (int32_t o : g.nodes[n].outputs) producer[o] = static_cast<int>(n);
+  std::vector<bool> needed(g.tensors.size(), false);
+  std::vector<int32_t> work;
+  auto need = [&](int32_t t) {
+    if (t >= 0 && !needed[t] && !model.constant(t)) needed[t] = true, work.push_back(t);
+  };
+  for (const ir::Node& node : g.nodes) {
+    const OpEntry* op = registry.find_op(node.domain, node.op, node.op_version);
+    const uint64_t mask = op ? op->def.value_inputs : 0;
+    for (size_t k = 0; k < node.inputs.size() && k < 64; ++k)
+      if ((mask >> k) & 1u) need(node.inputs[k]);
+  }
+  while (!work.empty()) {
+    const int32_t t = work.back();
+    work.pop_back();
+    if (producer[t] < 0 || core_evaluated_op(g.nodes[producer[t]])) continue;
+    for (int32_t in : g.nodes[producer[t]].inputs) need(in);
+  }
+  std::vector<bool> out;
+  for (int32_t in : g.inputs) out.push_back(needed[in]);
+  return out;
 }
 
-Status Session::Impl::plan_with(bool use_values) {
+Status Session::Impl::plan() {
   const auto& g = model->graph();
   const auto& registry = *pm->impl().registry;
   planned = false;
+  has_bounded = false;
   steps.clear();
   std::vector<TensorState> st = initial_tensor_states(*model);
   for (size_t i = 0; i < g.inputs.size(); ++i) {
@@ -218,9 +303,9 @@ Status Session::Impl::plan_with(bool use_values) {
       s.dims = inputs[i].shape();
       s.rank = static_cast<int>(s.dims.size());
       s.dtype = inputs[i].dtype();
-      // Shape-like inputs (see shape_like) are known values while planning, so
-      // data-dependent shapes (Reshape, Slice, Expand ... fed by a graph input) resolve.
-      const bool use_value = use_values && shape_like(i) && input_value_given[i];
+      // Inputs whose values decide shapes (value_inputs_of) are known values while
+      // planning, so Reshape, Slice, Expand ... fed by a graph input resolve.
+      const bool use_value = value_input[i] && input_value_given[i] && inputs[i].bytes() <= kMaxValueInputBytes;
       if (use_value) s.value = inputs[i].raw();
       input_value_planned[i] = use_value;
     }
@@ -244,19 +329,26 @@ Status Session::Impl::plan_with(bool use_values) {
         return resource_exhausted(node.describe() + ": output '" + g.tensors[o].name + "' of shape " + shape_to_string(ts.dims) + " exceeds the memory limit of " + std::to_string(options.max_arena_bytes) + " bytes");
       out_bytes += static_cast<size_t>(e) * dtype_size(ts.dtype);
     }
-    bool all_known = true;
+    bool all_known = true, bounded = false;
     for (int32_t o : node.outputs) all_known = all_known && st[o].value != nullptr;
-    if (all_known) {
+    for (int32_t o : node.outputs) bounded = bounded || st[o].bounded;
+    // Values of bounded tensors are provisional (computed from bounds): they plan what
+    // follows, but the node runs again when running.
+    if (all_known && !bounded) {
       skip[n] = true;
       continue;
     }
-    if (!kernels[n])
+    // A core-evaluated op (Shape) of a run-time-sized tensor gets its value when running.
+    if (!kernels[n] && !(bounded && core_evaluated_op(node)))
       return internal_error(node.describe() + ": no kernel and its value is not known at plan time");
+    if (!kernels[n]) continue;
     bool inputs_known = true;
     for (int32_t in : node.inputs) inputs_known = inputs_known && (in < 0 || st[in].value != nullptr);
     if (inputs_known && !node.inputs.empty() && out_bytes <= kMaxFoldBytes) {
       MINNOW_RETURN_IF_ERROR(fold(n, st));
-      skip[n] = true;
+      bool still_bounded = false;
+      for (int32_t o : node.outputs) still_bounded = still_bounded || st[o].bounded;
+      skip[n] = !still_bounded;
     }
   }
 
@@ -273,7 +365,7 @@ Status Session::Impl::plan_with(bool use_values) {
   std::vector<int> req_tensor;
   for (size_t s = 0; s < order.size(); ++s)
     for (int32_t o : g.nodes[order[s]].outputs) {
-      if (graph_output_slot[o] >= 0 || st[o].value) continue;
+      if (graph_output_slot[o] >= 0 || (st[o].value && !st[o].bounded)) continue;
       BufferRequest r;
       r.size = static_cast<size_t>(shape_elements(st[o].dims)) * dtype_size(st[o].dtype);
       r.first_use = r.last_use = static_cast<int>(s);
@@ -287,6 +379,7 @@ Status Session::Impl::plan_with(bool use_values) {
   for (size_t s = 0; s < order.size(); ++s) {
     const ir::Node& node = g.nodes[order[s]];
     const auto& pk = kernels[order[s]];
+    if (!pk) continue;
     int ip = pk->k.inplace_input;
     if (ip < 0 || ip >= static_cast<int>(node.inputs.size()) || node.outputs.empty()) continue;
     int32_t in = node.inputs[ip], out = node.outputs[0];
@@ -301,14 +394,17 @@ Status Session::Impl::plan_with(bool use_values) {
 
   // Outputs and inputs: own buffers.
   outputs.clear();
+  output_dims.clear();
   size_t io_bytes = 0;
   for (size_t i = 0; i < g.outputs.size(); ++i) {
     const TensorState& s = st[g.outputs[i]];
     outputs.emplace_back(s.dtype, s.dims);
+    output_dims.push_back(s.dims);
     io_bytes += outputs.back().bytes();
   }
   for (size_t t = 0; t < nt; ++t) {
-    if (st[t].value) continue;
+    if (st[t].value && !st[t].bounded) continue;
+    if (st[t].bounded) st[t].owned.reset(), st[t].value = nullptr;  // provisional: the buffer replaces it
     if (request_of[t] >= 0) st[t].value = base + mp.offsets[request_of[t]];
     else if (graph_input_slot[t] >= 0) st[t].value = inputs[graph_input_slot[t]].raw();
     else if (graph_output_slot[t] >= 0) st[t].value = outputs[graph_output_slot[t]].raw();
@@ -322,6 +418,20 @@ Status Session::Impl::plan_with(bool use_values) {
     step.node = n;
     step.kernel = kernels[n];
     step.view = std::make_unique<NodeView>(*model, n, st);
+    const ir::Node& node = g.nodes[n];
+    for (int32_t in : node.inputs) step.reshape = step.reshape || (in >= 0 && st[in].bounded);
+    step.reshape = step.reshape || !step.kernel;
+    for (size_t o = 0; o < node.outputs.size(); ++o) {
+      if (!st[node.outputs[o]].bounded) continue;
+      has_bounded = true;
+      if (o >= size_t(kMaxResizableOutputs))
+        return unsupported(node.describe() + ": more than " + std::to_string(kMaxResizableOutputs) + " outputs with run-time dims");
+      if (!step.reshape) step.resizable |= 1u << o;
+    }
+    if (!step.kernel) {
+      steps.push_back(std::move(step));
+      continue;
+    }
     const auto& k = step.kernel->k;
     auto& ins = step.view->inputs();
     auto& outs = step.view->outputs();
@@ -350,16 +460,75 @@ Status Session::Impl::plan_with(bool use_values) {
     p.node = s.node;
     p.name = node.name;
     p.op = node.op;
-    p.backend = s.kernel->backend->name;
-    p.kernel = s.kernel->k.name ? s.kernel->k.name : "?";
+    p.backend = s.kernel ? s.kernel->backend->name : "core";
+    p.kernel = s.kernel ? (s.kernel->k.name ? s.kernel->k.name : "?") : "run_time_value";
     if (!node.outputs.empty()) p.output_shape = st[node.outputs[0]].dims;
     p.flops = s.flops;
     profile.push_back(p);
+  }
+  planned_bytes.assign(nt, 0);
+  run_states.clear();
+  if (has_bounded) {
+    for (size_t t = 0; t < nt; ++t)
+      if (st[t].rank >= 0 && shape_elements(st[t].dims) >= 0)
+        planned_bytes[t] = static_cast<size_t>(shape_elements(st[t].dims)) * dtype_size(st[t].dtype);
+    run_states = st;
   }
   states = std::move(st);
   planned = true;
   log().debug("{}: planned {} steps, arena {} bytes (naive {}), scratch {}", model->origin(), steps.size(),
               stats.arena_bytes, stats.naive_bytes, scratch);
+  return Status::ok();
+}
+
+// A step after a run-time-sized tensor: its shape function runs again on this run's dims
+// (and values: every input has its data now), its views follow, and what it produces must
+// fit what the plan reserved. A core-evaluated op (Shape) writes its value here.
+Status Session::Impl::reshape_step(Step& step) {
+  const ir::Node& node = model->graph().nodes[step.node];
+  constexpr size_t kMaxOut = 64;
+  if (node.outputs.size() > kMaxOut) return unsupported(node.describe() + ": too many outputs after a run-time-sized tensor");
+  void* buffers[kMaxOut];
+  for (size_t k = 0; k < node.outputs.size(); ++k) buffers[k] = run_states[node.outputs[k]].value;
+  Status st = infer_node_shapes(*pm->impl().registry, *model, step.node, run_states);
+  for (size_t k = 0; k < node.outputs.size(); ++k) {
+    TensorState& ts = run_states[node.outputs[k]];
+    void* computed = ts.value;
+    ts.value = buffers[k];  // the planned buffer stays the tensor's home
+    if (!st) continue;
+    const std::string& name = model->graph().tensors[node.outputs[k]].name;
+    const int64_t e = shape_elements(ts.dims);
+    const TensorState& plan = states[node.outputs[k]];
+    if (ts.rank != plan.rank || ts.dtype != plan.dtype || e < 0 ||
+        static_cast<uint64_t>(e) * dtype_size(ts.dtype) > planned_bytes[node.outputs[k]])
+      st = internal_error(node.describe() + ": at run time output '" + name + "' is " + shape_to_string(ts.dims) + " " +
+                          dtype_name(ts.dtype) + ", which does not fit the " + shape_to_string(plan.dims) + " " +
+                          dtype_name(plan.dtype) + " planned from the bounds of run-time-sized inputs");
+    else if (!step.kernel) {
+      if (!computed)
+        st = internal_error(node.describe() + ": value of output '" + name + "' unknown at run time");
+      else if (computed != buffers[k] && e > 0)
+        std::memcpy(buffers[k], computed, static_cast<size_t>(e) * dtype_size(ts.dtype));
+    }
+    ts.owned.reset();
+    mn_tensor& t = step.view->outputs()[k];
+    t.rank = ts.rank;
+    for (int d = 0; d < ts.rank && d < MN_MAX_RANK; ++d) t.dims[d] = ts.dims[d];
+  }
+  MINNOW_RETURN_IF_ERROR(st);
+  for (size_t k = 0; k < node.inputs.size(); ++k) {
+    if (node.inputs[k] < 0) continue;
+    const TensorState& ts = run_states[node.inputs[k]];
+    mn_tensor& t = step.view->inputs()[k];
+    t.rank = ts.rank;
+    for (int d = 0; d < ts.rank && d < MN_MAX_RANK; ++d) t.dims[d] = ts.dims[d];
+  }
+  // The op bounded an output again (for these inputs): its kernel reports the dims.
+  step.resizable = 0;
+  for (size_t k = 0; k < node.outputs.size() && k < size_t(kMaxResizableOutputs); ++k)
+    if (run_states[node.outputs[k]].bounded) step.resizable |= 1u << k;
+  if (!step.kernel)
+    for (int32_t o : node.outputs) run_states[o].bounded = false;
   return Status::ok();
 }
 
@@ -372,16 +541,26 @@ Status Session::Impl::run() {
   Status result;
   const bool prof = options.profile;
   arena->execute([&] {
-    mn_run_ctx ctx = make_ctx(this, options.threads, scratch_mem.get(), stats.scratch_bytes);
+    mn_run_ctx ctx = make_ctx(&run_host, options.threads, scratch_mem.get(), stats.scratch_bytes);
     for (size_t s = 0; s < steps.size(); ++s) {
       Step& step = steps[s];
       auto t0 = prof ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-      result = run_kernel(g.nodes[step.node], *step.kernel, ctx, *step.view);
-      if (!result) return;
+      if (step.reshape) {
+        result = reshape_step(step);
+        if (!result) return;
+      }
+      if (step.kernel) {
+        run_host.begin(*step.view, step.resizable);
+        result = run_kernel(g.nodes[step.node], *step.kernel, ctx, *step.view);
+        if (!result) return;
+        if (step.resizable) apply_reported_dims(run_host, g.nodes[step.node], run_states);
+      }
       if (prof) profile[s].ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     }
   });
   MINNOW_RETURN_IF_ERROR(result);
+  if (has_bounded)
+    for (size_t i = 0; i < g.outputs.size(); ++i) output_dims[i] = run_states[g.outputs[i]].dims;
   // Outputs that are not written by a step (plan-time values, or a graph input).
   for (size_t i = 0; i < g.outputs.size(); ++i) {
     const TensorState& s = states[g.outputs[i]];
@@ -422,11 +601,12 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const PreparedM
     im.input_value_given.push_back(false);
     im.input_value_planned.push_back(false);
   }
-  // With fully known input shapes, plan now so errors show at creation (unless a
-  // shape-like input's value may decide shapes: then a failure waits for the value).
+  im.value_input = value_inputs_of(*im.model, *pm->impl().registry);
+  // With fully known input shapes, plan now so errors show at creation (unless an input's
+  // value decides shapes: then a failure waits for the value).
   bool all_known = true, value_inputs = false;
   for (bool b : im.input_set) all_known = all_known && b;
-  for (size_t i = 0; i < im.inputs.size(); ++i) value_inputs = value_inputs || im.shape_like(i);
+  for (bool v : im.value_input) value_inputs = value_inputs || v;
   if (all_known) {
     try {
       Status st = im.plan();
@@ -479,7 +659,7 @@ Status Session::set_input(size_t index, const Tensor& value) {
     im.planned = false;  // new shape: re-infer and re-plan
   }
   if (im.input_value_planned[index] && value.bytes() && std::memcmp(slot.raw(), value.raw(), value.bytes()) != 0)
-    im.planned = false;  // the plan used this input's value (shape-like input)
+    im.planned = false;  // the plan used this input's value (it decides shapes)
   if (value.bytes()) std::memcpy(slot.raw(), value.raw(), value.bytes());
   im.input_set[index] = true;
   im.input_value_given[index] = true;
@@ -499,7 +679,7 @@ Result<Tensor> Session::output(size_t index) const {
   const Impl& im = *impl_;
   if (index >= im.outputs.size()) return not_found("output index " + std::to_string(index) + " out of range (run first?)");
   const Tensor& t = im.outputs[index];
-  return Tensor::view(t.dtype(), t.shape(), const_cast<void*>(t.raw()));
+  return Tensor::view(t.dtype(), im.output_dims[index], const_cast<void*>(t.raw()));
 }
 
 Result<Tensor> Session::output(const std::string& name) const {
@@ -515,7 +695,7 @@ Result<std::vector<Tensor>> Session::run(const std::vector<Tensor>& inputs) {
   for (size_t i = 0; i < inputs.size(); ++i) MINNOW_RETURN_IF_ERROR(set_input(i, inputs[i]));
   MINNOW_RETURN_IF_ERROR(run());
   std::vector<Tensor> outs;
-  for (const Tensor& t : impl_->outputs) outs.push_back(t.clone());
+  for (size_t i = 0; i < impl_->outputs.size(); ++i) outs.push_back(output(i).value().clone());
   return outs;
 }
 
@@ -527,7 +707,7 @@ Result<Shape> Session::tensor_shape(const std::string& name) const {
   int t = im.model->graph().find_tensor(name);
   if (t < 0) return not_found("no tensor named '" + name + "'");
   if (!im.planned) return invalid_argument("shapes are known after the inputs are set");
-  return im.states[t].dims;
+  return im.has_bounded ? im.run_states[t].dims : im.states[t].dims;
 }
 
 }  // namespace minnow

@@ -9,6 +9,7 @@
 #include <minnow/plugin.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <functional>
 #include <numeric>
@@ -1016,6 +1017,22 @@ const StdOp kStdOps[] = {
 
 constexpr int kNewestValidatedOpset = 18;
 
+// The inputs whose values the shape functions above read (mn_op_def.value_inputs): the
+// session gives those graph inputs' values to planning.
+constexpr uint64_t bit(int i) { return uint64_t(1) << i; }
+const struct {
+  const char* name;
+  uint64_t inputs;
+} kValueInputs[] = {
+    {"Reshape", bit(1)}, {"Squeeze", bit(1)}, {"Unsqueeze", bit(1)}, {"Split", bit(1)},
+    {"Slice", bit(1) | bit(2) | bit(3) | bit(4)}, {"Expand", bit(1)}, {"ConstantOfShape", bit(0)},
+    {"Pad", bit(1) | bit(3)}, {"Resize", bit(1) | bit(2) | bit(3)}, {"Tile", bit(1)}, {"TopK", bit(1)},
+    {"Range", bit(0) | bit(1) | bit(2)},
+    {"ReduceMean", bit(1)}, {"ReduceMax", bit(1)}, {"ReduceMin", bit(1)}, {"ReduceSum", bit(1)},
+    {"ReduceProd", bit(1)}, {"ReduceL1", bit(1)}, {"ReduceL2", bit(1)}, {"ReduceLogSum", bit(1)},
+    {"ReduceLogSumExp", bit(1)}, {"ReduceSumSquare", bit(1)},
+};
+
 void register_standard_ops(Registry& registry) {
   for (const StdOp& op : kStdOps) {
     mn_op_def d{};
@@ -1028,6 +1045,8 @@ void register_standard_ops(Registry& registry) {
     // validated, unless a newer definition of the op replaced it.
     d.max_version = std::max(op.max, kNewestValidatedOpset);
     d.user = reinterpret_cast<void*>(op.fn);
+    for (const auto& v : kValueInputs)
+      if (std::strcmp(v.name, op.name) == 0) d.value_inputs = v.inputs;
     d.infer_shapes = [](void* user, const mn_node* node, const mn_shape_ctx* ctx, mn_error* err) {
       return plugin::guarded(err, [&] {
         reinterpret_cast<ShapeFn>(user)(Node(node), ctx);

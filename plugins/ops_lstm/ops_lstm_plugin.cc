@@ -100,10 +100,10 @@ mn_status register_ops_lstm(const mn_host_api* host, const mn_registrar* reg, mn
       throw PluginError("add_backend failed", s);
     }
     for (const char* op : {"RNN", "LSTM", "GRU"}) {
-      mn_op_def def{sizeof(mn_op_def), "", op, 1, kMaxOpset, onnx_recurrent_shapes, nullptr};
+      mn_op_def def{sizeof(mn_op_def), "", op, 1, kMaxOpset, onnx_recurrent_shapes, nullptr, 0};
       if ((s = reg->add_op(reg->host, &def)) != MN_OK) throw PluginError(std::string("add_op ") + op + " failed", s);
     }
-    mn_op_def caffe{sizeof(mn_op_def), "caffe", "LSTM", 1, 1, caffe_lstm_shapes, nullptr};
+    mn_op_def caffe{sizeof(mn_op_def), "caffe", "LSTM", 1, 1, caffe_lstm_shapes, nullptr, 0};
     if ((s = reg->add_op(reg->host, &caffe)) != MN_OK) throw PluginError("add_op caffe::LSTM failed", s);
     return MN_OK;
   });

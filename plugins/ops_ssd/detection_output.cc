@@ -15,11 +15,11 @@
 //   > confidence_threshold, best top_k, greedy NMS (IoU > nms_threshold suppresses);
 //   then if more than keep_top_k detections remain, keep the keep_top_k best over all
 //   classes. Rows are grouped by label (ascending), by score within a label, as Caffe.
-// output: float32 [1, 1, K, 7], rows (image_id, label, score, xmin, ymin, xmax, ymax).
-//   Minnow plans output shapes before running, so K is the upper bound
-//   N * keep_top_k (or N * classes * min(top_k, P) when keep_top_k < 0): detections fill
-//   the first rows; every row after them has image_id = -1 and zeros (the end marker
-//   OpenVINO's DetectionOutput uses too). Consumers stop at the first image_id -1.
+// output: float32 [1, 1, K, 7], rows (image_id, label, score, xmin, ymin, xmax, ymax),
+//   K = the number of detections. The shape function declares the bound N * keep_top_k
+//   (or N * classes * min(top_k, P) when keep_top_k < 0, at least N) as a run-time-sized
+//   output and the kernel reports K (plugin ABI 1.2). With no detection at all, as Caffe:
+//   one row per image (image_id, -1, -1, -1, -1, -1, -1).
 #include "box_utils.h"
 #include "ssd_ops.h"
 
@@ -105,7 +105,7 @@ class DetectionOutputKernel : public plugin::Kernel {
   explicit DetectionOutputKernel(DetConfig c) : c_(c) {}
   const char* name() const override { return "f32_caffe_detection_output"; }
 
-  void run(const RunContext&, const mn_tensor* in, int, mn_tensor* out, int) const override {
+  void run(const RunContext& ctx, const mn_tensor* in, int, mn_tensor* out, int) const override {
     const int64_t N = in[0].dims[0], P = in[2].dims[2] / 4, C = c_.num_classes;
     const int64_t L = c_.share_location ? 1 : C;
     const float* loc = static_cast<const float*>(in[0].data);
@@ -161,11 +161,15 @@ class DetectionOutputKernel : public plugin::Kernel {
           r[6] = b.ymax;
         }
     }
-    for (int64_t r = written; r < rows; ++r) {
-      float* row = o + r * 7;
-      std::memset(row, 0, 7 * sizeof(float));
-      row[0] = -1.f;
+    if (written == 0) {  // Caffe's "no detection" rows, one per image
+      for (int64_t img = 0; img < N; ++img) {
+        float* row = o + img * 7;
+        for (int k = 0; k < 7; ++k) row[k] = -1.f;
+        row[0] = float(img);
+      }
+      written = N;
     }
+    ctx.set_output_dims(0, {1, 1, written, 7});
   }
 
  private:
@@ -192,6 +196,7 @@ mn_status detection_output_shapes(void*, const mn_node* node, const mn_shape_ctx
     const int64_t P = num_priors(n, c);
     const int64_t N = n.input(0).rank() >= 1 ? n.input(0).dim(0) : -1;
     plugin::set_output(ctx, 0, MN_F32, {1, 1, max_rows(c, N, P), 7});
+    plugin::set_output_bound(ctx, 0);  // rows: an upper bound, the kernel reports K
     return MN_OK;
   });
 }

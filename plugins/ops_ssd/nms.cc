@@ -9,9 +9,9 @@
 // one is > iou_threshold), at most max_output_boxes_per_class. Output rows
 // (batch, class, box), batch-major, then class, then selection order.
 //
-// output: int64 [K, 3]. Minnow plans shapes before running, so K is the bound
-//   B * C * min(max_output_boxes_per_class, S) (S when the max is not known at plan
-//   time); selected rows come first, unused rows are (-1, -1, -1).
+// output: int64 [K, 3], K = the number selected. The shape function declares the bound
+//   B * C * min(max_output_boxes_per_class, S) (S when the max is not known at plan time)
+//   as a run-time-sized output, and the kernel reports K (plugin ABI 1.2).
 #include "box_utils.h"
 #include "ssd_ops.h"
 
@@ -56,7 +56,7 @@ class NmsKernel : public plugin::Kernel {
  public:
   explicit NmsKernel(bool center) : center_(center) {}
   const char* name() const override { return "nms_greedy_onnx"; }
-  void run(const RunContext&, const mn_tensor* in, int ni, mn_tensor* out, int) const override {
+  void run(const RunContext& ctx, const mn_tensor* in, int ni, mn_tensor* out, int) const override {
     const int64_t B = in[kBoxes].dims[0], S = in[kBoxes].dims[1], C = in[kScores].dims[1];
     auto present = [&](int i) { return i < ni && in[i].dtype != MN_UNDEFINED && in[i].data; };
     int64_t max_out = present(kMaxOut) ? read_max_out(in[kMaxOut]) : 0;
@@ -89,7 +89,7 @@ class NmsKernel : public plugin::Kernel {
         }
       }
     }
-    for (int64_t r = written; r < rows; ++r) o[3 * r] = o[3 * r + 1] = o[3 * r + 2] = -1;
+    ctx.set_output_dims(0, {written, 3});
   }
 
  private:
@@ -118,6 +118,7 @@ mn_status nms_shapes(void*, const mn_node* node, const mn_shape_ctx* ctx, mn_err
     }
     int64_t rows = (b.dim(0) < 0 || s.dim(1) < 0 || per_class < 0) ? -1 : b.dim(0) * s.dim(1) * per_class;
     plugin::set_output(ctx, 0, MN_I64, {rows, 3});
+    plugin::set_output_bound(ctx, 0);  // rows: an upper bound, the kernel reports K
     return MN_OK;
   });
 }

@@ -38,10 +38,11 @@ mn_status register_ops_ssd(const mn_host_api*, const mn_registrar* reg, mn_error
       throw PluginError("add_backend failed", s);
     }
     const mn_op_def defs[] = {
-        {sizeof(mn_op_def), "caffe", "PriorBox", 1, 1, prior_box_shapes, nullptr},
-        {sizeof(mn_op_def), "caffe", "DetectionOutput", 1, 1, detection_output_shapes, nullptr},
+        {sizeof(mn_op_def), "caffe", "PriorBox", 1, 1, prior_box_shapes, nullptr, 0},
+        {sizeof(mn_op_def), "caffe", "DetectionOutput", 1, 1, detection_output_shapes, nullptr, 0},
         // Opset 10 and 11 differ only in optional-input handling, which this follows.
-        {sizeof(mn_op_def), "", "NonMaxSuppression", 10, 22, nms_shapes, nullptr},
+        // Its shape function reads max_output_boxes_per_class (input 2) for the bound.
+        {sizeof(mn_op_def), "", "NonMaxSuppression", 10, 22, nms_shapes, nullptr, uint64_t(1) << 2},
     };
     for (const auto& d : defs)
       if ((s = reg->add_op(reg->host, &d)) != MN_OK) throw PluginError(std::string("add_op ") + d.name + " failed", s);

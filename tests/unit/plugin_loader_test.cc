@@ -3,6 +3,7 @@
 
 #include <minnow/minnow.h>
 
+#include "registry.h"
 #include "test_util.h"
 
 #include <cstdlib>
@@ -53,6 +54,32 @@ TEST_SUITE("plugin_loader") {
     REQUIRE_FALSE(s.is_ok());
     CHECK(s.message().find("abi_minor_plugin.so") != std::string::npos);
     CHECK(s.message().find("newer than this host's ABI") != std::string::npos);
+  }
+
+  TEST_CASE("a plugin built for ABI 1.1 loads: its shorter op definition is read up to struct_size") {
+    REQUIRE(MINNOW_ABI_MINOR >= 2);  // 1.2 appended mn_op_def.value_inputs, run-time dims
+    auto e = test::make_engine({tp("old/abi_1_1_plugin.so")});
+    bool found = false;
+    for (const auto& p : e->plugins())
+      if (p.name == "abi_1_1_plugin") found = std::find(p.provides.begin(), p.provides.end(), "op:v11::Copy") != p.provides.end();
+    REQUIRE(found);
+    // Only struct_size bytes were read: the poison after the 1.1 table is not value_inputs.
+    const OpEntry* op = e->registry()->find_op("v11", "Copy", 1);
+    REQUIRE(op);
+    CHECK(op->def.value_inputs == 0);
+    CHECK(e->registry()->find_op("", "Reshape", 13)->def.value_inputs == (uint64_t(1) << 1));
+    ModelBuilder b("v11");
+    b.add_input("x", DataType::kInt64, Shape{2});
+    b.add_node("Copy", {"x"}, {"y"}, {}, "copy", "v11", 1);
+    b.add_output("y");
+    auto pm = e->prepare(b.build().value());
+    REQUIRE_MESSAGE(pm.is_ok(), pm.status().message());
+    auto s = Session::create(pm.value()).value();
+    for (int64_t v : {3, 7}) {
+      auto out = s->run({Tensor::from_vector<int64_t>({2}, {v, v + 1})});
+      REQUIRE_MESSAGE(out.is_ok(), out.status().message());
+      CHECK(out.value()[0].data<int64_t>()[1] == v + 1);
+    }
   }
 
   TEST_CASE("a shared object without the entry point is refused") {

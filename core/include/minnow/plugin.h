@@ -25,7 +25,9 @@ extern "C" {
 #endif
 
 #define MINNOW_ABI_MAJOR 1
-#define MINNOW_ABI_MINOR 1 /* 1.1: mn_node.attr_strings */
+#define MINNOW_ABI_MINOR 2 /* 1.1: mn_node.attr_strings; 1.2: run-time-sized outputs
+                              (mn_shape_ctx.set_output_bound, mn_run_ctx.set_output_dims),
+                              mn_op_def.value_inputs */
 
 #if defined(_WIN32)
 #define MINNOW_PLUGIN_EXPORT __declspec(dllexport)
@@ -142,6 +144,12 @@ typedef struct mn_shape_ctx {
   /* Optionally give output i's value (small integer tensors such as Shape's result), so
    * data-dependent shapes downstream can be resolved at plan time. Data is copied. */
   mn_status (*set_output_value)(void* host, int32_t index, const void* data, size_t bytes);
+  /* ABI 1.2: output i's dims, as given to set_output, are an upper bound: its actual dims
+   * depend on the data (NonMaxSuppression's selected rows) and the kernel reports them at
+   * run time with mn_run_ctx.set_output_dims. The planner reserves memory for the bound;
+   * consumers and graph outputs see the reported dims. Call after set_output. Check
+   * struct_size first. */
+  mn_status (*set_output_bound)(void* host, int32_t index);
 } mn_shape_ctx;
 
 typedef mn_status (*mn_shape_fn)(void* user, const mn_node* node, const mn_shape_ctx* ctx,
@@ -157,6 +165,11 @@ typedef struct mn_op_def {
   int32_t max_version;
   mn_shape_fn infer_shapes;
   void* user;
+  /* ABI 1.2: the inputs whose *values* (not only shapes) the shape function reads, bit i
+   * for input i (Reshape's shape: 1 << 1). A graph input that reaches one of these (also
+   * through nodes the planner can evaluate) is given to shape inference with its value,
+   * and a new value there re-plans. 0: shapes depend on input shapes only. */
+  uint64_t value_inputs;
 } mn_op_def;
 
 /* ---- Kernels --------------------------------------------------------------------- */
@@ -171,6 +184,12 @@ typedef struct mn_run_ctx {
   void (*parallel_for)(void* host, size_t n, size_t grain, mn_range_fn fn, void* user);
   void* scratch; /* scratch_bytes() bytes, 64-byte aligned, valid for this call */
   size_t scratch_size;
+  /* ABI 1.2: the actual dims of output `index`, which the op's shape function declared an
+   * upper bound (mn_shape_ctx.set_output_bound): same rank, each dim 0 <= dims[d] <= the
+   * bound's; the kernel writes the data row-major for these dims. Without a call the bound
+   * stands. Call from the thread that entered run (not inside a parallel_for chunk),
+   * before run returns. Check struct_size first. */
+  mn_status (*set_output_dims)(void* host, int32_t index, int32_t rank, const int64_t* dims);
 } mn_run_ctx;
 
 /* A prepared kernel for one node: made once per model (weights packed there), shared by

@@ -177,6 +177,20 @@ class RunContext {
   int num_threads() const { return c_->num_threads; }
   void* scratch() const { return c_->scratch; }
   size_t scratch_size() const { return c_->scratch_size; }
+  // Reports the actual dims of a run-time-sized output (its shape function called
+  // set_output_bound): same rank as the bound, no dim above it. Throws if the host
+  // refuses them or predates ABI 1.2.
+  void set_output_dims(int index, const std::vector<int64_t>& dims) const {
+    if (c_->struct_size < offsetof(mn_run_ctx, set_output_dims) + sizeof(c_->set_output_dims) ||
+        !c_->set_output_dims)
+      throw PluginError("the host predates plugin ABI 1.2: it cannot take run-time output dims", MN_ERR_UNSUPPORTED);
+    if (dims.size() > MN_MAX_RANK) throw PluginError("rank above MN_MAX_RANK", MN_ERR_INTERNAL);
+    mn_status s = c_->set_output_dims(c_->host, index, static_cast<int32_t>(dims.size()), dims.data());
+    if (s != MN_OK)
+      throw PluginError("the host refused run-time dims for output " + std::to_string(index) +
+                            " (not declared with set_output_bound, other rank, or above the bound)",
+                        MN_ERR_INTERNAL);
+  }
   // Runs fn(begin, end) over [0, n) in chunks of at least `grain` on the session's arena.
   // Exceptions inside fn are captured and rethrown on the calling thread.
   template <class Fn>
@@ -314,6 +328,16 @@ inline void set_output(const mn_shape_ctx* ctx, int index, int32_t dtype,
   mn_status s = ctx->set_output(ctx->host, index, dtype, static_cast<int32_t>(dims.size()),
                                 dims.data());
   if (s != MN_OK) throw PluginError("cannot set output " + std::to_string(index), s);
+}
+
+// Shape-function helper: output i's dims (already set) are an upper bound, the actual ones
+// come from the kernel at run time (RunContext::set_output_dims).
+inline void set_output_bound(const mn_shape_ctx* ctx, int index) {
+  if (ctx->struct_size < offsetof(mn_shape_ctx, set_output_bound) + sizeof(ctx->set_output_bound) ||
+      !ctx->set_output_bound)
+    throw PluginError("the host predates plugin ABI 1.2: it cannot plan run-time-sized outputs", MN_ERR_UNSUPPORTED);
+  mn_status s = ctx->set_output_bound(ctx->host, index);
+  if (s != MN_OK) throw PluginError("cannot mark output " + std::to_string(index) + " run-time sized", s);
 }
 
 }  // namespace plugin

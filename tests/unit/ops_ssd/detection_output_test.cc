@@ -109,11 +109,13 @@ std::vector<Det> run_engine(const Cfg& c, int64_t N, int64_t P, const std::vecto
   REQUIRE(t.shape().size() == 4);
   REQUIRE(t.shape()[3] == 7);
   std::vector<Det> dets;
-  bool ended = false;
   for (int64_t r = 0; r < t.shape()[2]; ++r) {
     const float* row = t.data<float>() + r * 7;
-    if (row[0] < 0) { ended = true; continue; }
-    CHECK_FALSE(ended);  // no detection after the end marker
+    if (row[1] == -1.f) {  // Caffe's "no detection" row: one per image, only when none at all
+      CHECK(t.shape()[2] == N);
+      CHECK(row[0] == float(r));
+      continue;
+    }
     dets.push_back(Det{int(row[0]), int(row[1]), row[2], {row[3], row[4], row[5], row[6]}});
   }
   return dets;

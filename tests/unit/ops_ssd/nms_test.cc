@@ -63,7 +63,7 @@ std::vector<std::array<int64_t, 3>> reference(const Nms& n) {
   return out;
 }
 
-// Returns the selected rows before the (-1,-1,-1) padding, and the planned row count.
+// Returns the selected rows (the output has exactly those: run-time dims), and the count.
 std::vector<std::array<int64_t, 3>> run(const Nms& n, int64_t* planned = nullptr, bool const_params = true) {
   ModelBuilder b("nms");
   b.add_input("boxes", DataType::kFloat32, Shape{n.B, n.S, 4});
@@ -87,18 +87,12 @@ std::vector<std::array<int64_t, 3>> run(const Nms& n, int64_t* planned = nullptr
   const Tensor& t = out[0];
   REQUIRE(t.dtype() == DataType::kInt64);
   REQUIRE(t.shape().size() == 2);
+  REQUIRE(t.shape()[1] == 3);
   if (planned) *planned = t.shape()[0];
   std::vector<std::array<int64_t, 3>> rows;
-  bool ended = false;
   for (int64_t r = 0; r < t.shape()[0]; ++r) {
     const int64_t* v = t.data<int64_t>() + 3 * r;
-    if (v[0] < 0) {
-      ended = true;
-      CHECK(v[1] == -1);
-      CHECK(v[2] == -1);
-      continue;
-    }
-    CHECK_FALSE(ended);
+    CHECK(v[0] >= 0);
     rows.push_back({v[0], v[1], v[2]});
   }
   return rows;
@@ -124,11 +118,13 @@ TEST_CASE("known answers (the ONNX operator's examples)") {
   c.center = 1;
   c.boxes = {0.5f, 0.5f, 1, 1, 0.5f, 0.6f, 1, 1, 0.5f, 0.4f, 1, 1, 0.5f, 10.5f, 1, 1, 0.5f, 10.6f, 1, 1, 0.5f, 100.5f, 1, 1};
   CHECK(run(c) == std::vector<std::array<int64_t, 3>>{{0, 0, 3}, {0, 0, 0}, {0, 0, 5}});
-  // Score threshold 0.4 drops box 5; the planned bound stays 3, the last row is padding.
+  // Score threshold 0.4 drops box 5: the bound is 3, the output has the 2 selected rows.
   Nms s = n;
   s.score_thr = 0.4f;
   CHECK(run(s, &planned) == std::vector<std::array<int64_t, 3>>{{0, 0, 3}, {0, 0, 0}});
-  CHECK(planned == 3);
+  CHECK(planned == 2);
+  CHECK(run(s, &planned, false).size() == 2);  // the same with the thresholds as graph inputs
+  CHECK(planned == 2);
   // max_output_boxes_per_class 2.
   Nms m = n;
   m.max_out = 2;
@@ -136,7 +132,8 @@ TEST_CASE("known answers (the ONNX operator's examples)") {
   // No max given: selects nothing.
   Nms z = n;
   z.has_max = false;
-  CHECK(run(z).empty());
+  CHECK(run(z, &planned).empty());
+  CHECK(planned == 0);
 }
 
 TEST_CASE("NonMaxSuppression matches the reference over random boxes") {
