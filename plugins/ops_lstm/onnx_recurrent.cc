@@ -3,16 +3,20 @@
 // Per direction: one GEMM X*W^T over all time steps and batch rows at once (the big,
 // parallel one), then per time step one GEMM H(t-1)*R^T over the batch rows (two for GRU
 // without linear_before_reset, whose h gate needs r first) and the element-wise cell update,
-// parallel over batch rows. All GEMMs go through the host's matmul service (weight_gemm.h).
+// parallel over batch rows. All GEMMs go through the host's matmul service (weight_gemm.h);
+// the LSTM cell with the default activations is vectorised (lstm_cell.h).
 //
-// Weights given as constants are packed once at prepare time; weights that are graph inputs
-// (as in the ONNX node tests) are packed on each run.
+// Weights given as constants are packed once at prepare time, and then a run allocates
+// nothing (every temporary, the sequence lengths included, lives in the scratch memory the
+// host hands in). Weights that are graph inputs (as in the ONNX node tests) are packed on
+// each run.
 //
 // sequence_lens: batch row b runs len_b steps (forward: t = 0..len_b-1; reverse:
 // t = len_b-1..0); Y is zero at t >= len_b, Y_h / Y_c hold the state after the last
 // valid step (the initial state when len_b = 0), as onnxruntime does.
 #include "cells.h"
 #include "kernels.h"
+#include "lstm_cell.h"
 #include "rnn_config.h"
 #include "weight_gemm.h"
 
@@ -99,7 +103,10 @@ class OnnxRecurrentKernel : public plugin::Kernel {
     int64_t seq, batch, H;
     dims(in, &seq, &batch, &H);
     const int64_t G = cfg_.gates;
-    return size_t(seq * batch * G * H + batch * G * H + 4 * batch * H + 2 * batch * H) * sizeof(float);
+    // Floats: X*W^T for all steps, one step's H*R^T, h, c, GRU's r.h and z,r; then the
+    // sequence lengths (int64, 8-byte aligned after the floats' even count).
+    const int64_t floats = seq * batch * G * H + batch * G * H + 4 * batch * H + 2 * batch * H;
+    return size_t(floats + (floats & 1)) * sizeof(float) + size_t(batch) * sizeof(int64_t);
   }
 
   double flops(const mn_tensor* in, int, const mn_tensor*, int) const override {
@@ -123,8 +130,16 @@ class OnnxRecurrentKernel : public plugin::Kernel {
                      c.cell == Cell::kLstm ? f32(in, ni, kP) : nullptr);
       dirs = &runtime;
     }
+    float* xw = static_cast<float*>(ctx.scratch());
+    float* step = xw + seq * batch * G * H;
+    float* h = step + batch * G * H;
+    float* c = h + batch * H;
+    float* tmp = c + batch * H;   // GRU: r (.) H(t-1); [batch, H]
+    float* zr = tmp + batch * H;  // GRU: activated z, r; [batch, 2H]
+    const int64_t floats = seq * batch * G * H + batch * G * H + 4 * batch * H + 2 * batch * H;
+    int64_t* lens = reinterpret_cast<int64_t*>(xw + floats + (floats & 1));
     // Sequence lengths.
-    std::vector<int64_t> lens(size_t(batch), seq);
+    std::fill(lens, lens + batch, seq);
     if (ni > kSeqLens && in[kSeqLens].dtype != MN_UNDEFINED) {
       for (int64_t b = 0; b < batch; ++b) {
         int64_t l = in[kSeqLens].dtype == MN_I64 ? static_cast<const int64_t*>(in[kSeqLens].data)[b]
@@ -132,24 +147,17 @@ class OnnxRecurrentKernel : public plugin::Kernel {
         if (l < 0 || l > seq)
           throw PluginError(who() + ": sequence_lens[" + std::to_string(b) + "] = " + std::to_string(l) +
                             " is outside [0, " + std::to_string(seq) + "]");
-        lens[size_t(b)] = l;
+        lens[b] = l;
       }
     }
-    const int64_t max_len = batch ? *std::max_element(lens.begin(), lens.end()) : 0;
+    const int64_t max_len = batch ? *std::max_element(lens, lens + batch) : 0;
     const bool layout1 = cfg_.layout == 1;
     float* Y = no > kY ? static_cast<float*>(out[kY].data) : nullptr;
     float* Yh = no > kYh ? static_cast<float*>(out[kYh].data) : nullptr;
     float* Yc = no > kYc && cfg_.cell == Cell::kLstm ? static_cast<float*>(out[kYc].data) : nullptr;
     // Rows past a sequence's end are never written by the steps: they must read zero.
-    if (Y && std::any_of(lens.begin(), lens.end(), [&](int64_t l) { return l < seq; }))
+    if (Y && std::any_of(lens, lens + batch, [&](int64_t l) { return l < seq; }))
       std::memset(Y, 0, size_t(seq * D * batch * H) * sizeof(float));
-
-    float* xw = static_cast<float*>(ctx.scratch());
-    float* step = xw + seq * batch * G * H;
-    float* h = step + batch * G * H;
-    float* c = h + batch * H;
-    float* tmp = c + batch * H;   // GRU: r (.) H(t-1); [batch, H]
-    float* zr = tmp + batch * H;  // GRU: activated z, r; [batch, 2H]
     const float* X = static_cast<const float*>(in[kX].data);
     const float* h0 = f32(in, ni, kInitH);
     const float* c0 = cfg_.cell == Cell::kLstm ? f32(in, ni, kInitC) : nullptr;
@@ -173,16 +181,17 @@ class OnnxRecurrentKernel : public plugin::Kernel {
       if (seq * batch > 0) dw.w.multiply(ctx.raw(), seq * batch, X, I, 0.f, xw, G * H);
       LstmParams lp{H, dw.bias.data(), dw.peep.empty() ? nullptr : dw.peep.data(), cfg_.clip,
                     cfg_.input_forget, act[0], act.size() > 1 ? act[1] : act[0], act.size() > 2 ? act[2] : act[0]};
+      const bool simd = cfg_.cell == Cell::kLstm && lstm_simd_applies(lp);
       GruParams gp{H, dw.bias.data(), dw.bias.data() + 3 * H, cfg_.clip, cfg_.linear_before_reset, act[0],
                    act.size() > 1 ? act[1] : act[0]};
       RnnParams rp{H, dw.bias.data(), cfg_.clip, act[0]};
       for (int64_t s = 0; s < max_len; ++s) {
-        auto t_of = [&](int64_t b) { return rev ? lens[size_t(b)] - 1 - s : s; };
+        auto t_of = [&](int64_t b) { return rev ? lens[b] - 1 - s : s; };
         if (cfg_.cell == Cell::kGru && !cfg_.linear_before_reset) {
           dw.r.multiply(ctx.raw(), batch, h, H, 0.f, step, G * H);
           ctx.parallel_for(size_t(batch), grain, [&](size_t b0, size_t b1) {
             for (int64_t b = int64_t(b0); b < int64_t(b1); ++b) {
-              if (s >= lens[size_t(b)]) continue;
+              if (s >= lens[b]) continue;
               gru_gates(gp, xw + x_row(t_of(b), b) * G * H, step + b * G * H, zr + b * 2 * H);
               for (int64_t j = 0; j < H; ++j) tmp[b * H + j] = zr[b * 2 * H + H + j] * h[b * H + j];
             }
@@ -193,13 +202,16 @@ class OnnxRecurrentKernel : public plugin::Kernel {
         }
         ctx.parallel_for(size_t(batch), grain, [&](size_t b0, size_t b1) {
           for (int64_t b = int64_t(b0); b < int64_t(b1); ++b) {
-            if (s >= lens[size_t(b)]) continue;
+            if (s >= lens[b]) continue;
             const int64_t t = t_of(b);
             const float* xr = xw + x_row(t, b) * G * H;
             const float* hr = step + b * G * H;
             float* hb = h + b * H;
             switch (cfg_.cell) {
-              case Cell::kLstm: lstm_step(lp, xr, hr, c + b * H, hb); break;
+              case Cell::kLstm:
+                if (simd) lstm_step_simd(lp, xr, hr, c + b * H, hb);
+                else lstm_step(lp, xr, hr, c + b * H, hb);
+                break;
               case Cell::kRnn: rnn_step(rp, xr, hr, hb); break;
               case Cell::kGru:
                 if (cfg_.linear_before_reset) gru_gates(gp, xr, hr, zr + b * 2 * H);
