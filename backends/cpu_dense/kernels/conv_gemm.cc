@@ -18,44 +18,80 @@ namespace {
 constexpr int64_t kMaxKC = 256;
 constexpr int64_t kPanelsPerBlock = 8;  // NC = 8 * NR
 
-// Row `kk` of the B block: B[k, p] for pixels p in [j0, j1), k = (c, kd, kh, kw) of group
-// input channel base `xg`. Zeros where the tap falls into the padding.
-void im2col_row(const ConvShape& s, const float* xg, int64_t k, int64_t j0, int64_t j1,
-                float* dst) {
-  const int64_t taps = s.taps();
-  const int64_t c = k / taps, t = k % taps;
-  const int64_t kw = t % s.k[2], kh = (t / s.k[2]) % s.k[1], kd = t / (s.k[2] * s.k[1]);
-  const float* xc = xg + c * s.Pin();
-  const int64_t OH = s.out[1], OW = s.out[2];
-  const int64_t off = kw * s.d[2] - s.pb[2];
-  // Output columns whose input column ow * s + off lies inside [0, in).
-  const int64_t ow_lo = off >= 0 ? 0 : std::min(OW, (-off + s.s[2] - 1) / s.s[2]);
-  const int64_t ow_hi =
-      off > s.in[2] - 1 ? 0 : std::min(OW, (s.in[2] - 1 - off) / s.s[2] + 1);
-  int64_t p = j0;
-  while (p < j1) {
-    const int64_t ow0 = p % OW, row = p / OW;
-    const int64_t oh = row % OH, od = row / OH;
-    const int64_t n = std::min(j1 - p, OW - ow0);  // this output row's part of the block
-    float* o = dst + (p - j0);
-    const int64_t id = od * s.s[0] - s.pb[0] + kd * s.d[0];
-    const int64_t ih = oh * s.s[1] - s.pb[1] + kh * s.d[1];
-    if (id < 0 || id >= s.in[0] || ih < 0 || ih >= s.in[1] || ow_hi <= ow_lo) {
-      std::memset(o, 0, size_t(n) * sizeof(float));
-    } else {
-      const float* xr = xc + (id * s.in[1] + ih) * s.in[2] + off;
-      const int64_t a = std::max(ow0, ow_lo), b = std::min(ow0 + n, ow_hi);
-      int64_t ow = ow0;
-      for (; ow < a && ow < ow0 + n; ++ow) o[ow - ow0] = 0.0f;
-      if (s.s[2] == 1) {
-        if (b > a) std::memcpy(o + (a - ow0), xr + a, size_t(b - a) * sizeof(float));
-        ow = std::max(ow, b);
-      } else {
-        for (; ow < b; ++ow) o[ow - ow0] = xr[ow * s.s[2]];
+// The B block for rows [k0, k0 + kc) and pixels [j0, j0 + cols), in panel layout
+// dst[panel][kk][0..nr): B[k, p] = X[c, id, ih, iw] for k = (c, kd, kh, kw), zero where the
+// tap falls into the padding. `tab` (4 * cols ints) holds each pixel's window origin and
+// how many pixels remain in its output row, computed once per block, so the loop over k
+// works on row segments: a bounds check per segment, then a zero fill and a (strided)
+// copy, with no divisions for stride 1.
+void im2col_block(const ConvShape& s, const float* xg, int64_t k0, int64_t kc, int64_t j0,
+                  int64_t cols, int64_t nr, float* dst, int32_t* tab) {
+  int32_t* td = tab;
+  int32_t* th = tab + cols;
+  int32_t* tw = tab + 2 * cols;
+  int32_t* run = tab + 3 * cols;
+  for (int64_t jj = 0; jj < cols; ++jj) {
+    const int64_t p = j0 + jj, ow = p % s.out[2], r = p / s.out[2];
+    td[jj] = int32_t((r / s.out[1]) * s.s[0] - s.pb[0]);
+    th[jj] = int32_t((r % s.out[1]) * s.s[1] - s.pb[1]);
+    tw[jj] = int32_t(ow * s.s[2] - s.pb[2]);
+    run[jj] = int32_t(s.out[2] - ow);
+  }
+  const int64_t taps = s.taps(), Pin = s.Pin();
+  const int64_t ID = s.in[0], IH = s.in[1], IW = s.in[2], sw = s.s[2];
+  int64_t c = k0 / taps, t = k0 % taps;
+  int64_t kw = t % s.k[2], kh = (t / s.k[2]) % s.k[1], kd = t / (s.k[2] * s.k[1]);
+  for (int64_t kk = 0; kk < kc; ++kk) {
+    const float* xc = xg + c * Pin;
+    const int64_t od = kd * s.d[0], oh = kh * s.d[1], ow = kw * s.d[2];
+    for (int64_t jq = 0; jq < cols; jq += nr) {
+      float* o = dst + jq * kc + kk * nr;
+      const int64_t n = std::min(nr, cols - jq);
+      for (int64_t l = 0; l < n;) {
+        const int64_t m = std::min<int64_t>(run[jq + l], n - l);  // one output row
+        const int64_t id = td[jq + l] + od, ih = th[jq + l] + oh, iw = tw[jq + l] + ow;
+        float* os = o + l;
+        if (id < 0 || id >= ID || ih < 0 || ih >= IH) {
+          std::memset(os, 0, size_t(m) * sizeof(float));
+        } else {
+          // Valid q in [lo, hi): 0 <= iw + q * sw < IW.
+          int64_t lo, hi;
+          if (sw == 1) {
+            lo = iw >= 0 ? 0 : -iw;
+            hi = IW - iw;
+          } else {
+            lo = iw >= 0 ? 0 : (-iw + sw - 1) / sw;
+            hi = iw > IW - 1 ? 0 : (IW - 1 - iw) / sw + 1;
+          }
+          lo = std::min(lo, m);
+          hi = std::max(lo, std::min(hi, m));
+          const float* xr = xc + (id * IH + ih) * IW + iw;
+          for (int64_t q = 0; q < lo; ++q) os[q] = 0.0f;
+          // Segments are short (<= NR): fixed-size copies for a whole tile row (the common
+          // interior case), inline loops otherwise; no memcpy calls.
+          if (sw == 1 && hi - lo == 16)
+            std::memcpy(os + lo, xr + lo, 16 * sizeof(float));
+          else if (sw == 1 && hi - lo == 8)
+            std::memcpy(os + lo, xr + lo, 8 * sizeof(float));
+          else if (sw == 1)
+            for (int64_t q = lo; q < hi; ++q) os[q] = xr[q];
+          else
+            for (int64_t q = lo; q < hi; ++q) os[q] = xr[q * sw];
+          for (int64_t q = hi; q < m; ++q) os[q] = 0.0f;
+        }
+        l += m;
       }
-      for (; ow < ow0 + n; ++ow) o[ow - ow0] = 0.0f;
     }
-    p += n;
+    if (++kw == s.k[2]) {
+      kw = 0;
+      if (++kh == s.k[1]) {
+        kh = 0;
+        if (++kd == s.k[0]) {
+          kd = 0;
+          ++c;
+        }
+      }
+    }
   }
 }
 
@@ -99,7 +135,7 @@ ConvPlan plan_conv(const ConvShape& s, int threads) {
   p.panels_per_chunk = (panels + p.m_chunks - 1) / p.m_chunks;
   p.m_chunks = (panels + p.panels_per_chunk - 1) / p.panels_per_chunk;
   p.tasks = outer * p.m_chunks;
-  p.slot_floats = p.kc * p.nc;
+  p.slot_floats = p.kc * p.nc + 4 * p.nc;  // packed block + im2col's pixel table
   return p;
 }
 
@@ -129,13 +165,22 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const ConvPlan& p,
       b = xg + k0 * P + j0;
       ldb = P;
     } else {
-      ldb = p.nc;
-      for (int64_t kk = 0; kk < kc; ++kk) {
-        float* dst = slot + kk * ldb;
-        if (direct)
-          std::memcpy(dst, xg + (k0 + kk) * P + j0, size_t(cols) * sizeof(float));
-        else
-          im2col_row(s, xg, k0 + kk, j0, j1, dst);
+      // Panel layout, [NR-column panel][kc][NR]: each tile then reads one contiguous
+      // kc x NR strip (a row-major block with a 2^n-float row stride would map the strip's
+      // rows onto a few L1 sets and thrash).
+      ldb = nr;
+      if (direct) {
+        for (int64_t kk = 0; kk < kc; ++kk) {
+          const float* src = xg + (k0 + kk) * P + j0;
+          for (int64_t jq = 0; jq < cols; jq += nr) {
+            float* o = slot + jq * kc + kk * nr;
+            const int64_t n = std::min(nr, cols - jq);
+            for (int64_t q = 0; q < n; ++q) o[q] = src[jq + q];
+          }
+        }
+      } else {
+        im2col_block(s, xg, k0, kc, j0, cols, nr, slot,
+                     reinterpret_cast<int32_t*>(slot + p.kc * p.nc));
       }
       b = slot;
     }
@@ -152,15 +197,16 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const ConvPlan& p,
     tile.a_cs = kGemmMR;
     tile.ldb = ldb;
     tile.ldc = P;
-    for (int64_t pi = pi0; pi < pi1; ++pi) {
-      const int64_t i0 = pi * kGemmMR;
-      tile.a = a.data.get() + pi * K * kGemmMR + k0 * kGemmMR;
-      tile.mr = static_cast<int>(std::min<int64_t>(kGemmMR, Mg - i0));
-      e.bias = (k0 == 0 && w.bias) ? w.bias.get() + g * Mg + i0 : nullptr;
-      for (int64_t jq = 0; jq < cols; jq += nr) {
-        tile.b = b + jq;
+    // B strip (kc x NR) outer: it stays in L1 while the 6-row panels of W stream from L2.
+    for (int64_t jq = 0; jq < cols; jq += nr) {
+      tile.b = in_place ? b + jq : b + jq * tile.K;  // panel q starts at q * kc * NR
+      tile.nr = static_cast<int>(std::min(nr, cols - jq));
+      for (int64_t pi = pi0; pi < pi1; ++pi) {
+        const int64_t i0 = pi * kGemmMR;
+        tile.a = a.data.get() + pi * K * kGemmMR + k0 * kGemmMR;
+        tile.mr = static_cast<int>(std::min<int64_t>(kGemmMR, Mg - i0));
+        e.bias = (k0 == 0 && w.bias) ? w.bias.get() + g * Mg + i0 : nullptr;
         tile.c = yg + i0 * P + j0 + jq;
-        tile.nr = static_cast<int>(std::min(nr, cols - jq));
         gemm_tile(tile, e);
       }
     }
