@@ -47,17 +47,27 @@ void BuildPlane(const ConvShape& s, const float* xp, float fill, float* slot) {
     for (int64_t ph = 0; ph < sw; ++ph) {
       float* dst = row + ph * g.width;
       // t with 0 <= t * sw + ph - pbw < IW
-      const int64_t lo_num = pbw - ph;
-      int64_t t_lo = lo_num <= 0 ? 0 : (lo_num + sw - 1) / sw;
-      int64_t t_hi = IW - 1 + pbw - ph < 0 ? 0 : (IW - 1 + pbw - ph) / sw + 1;
+      // (no division for strides 1 and 2: this runs for every row of every plane)
+      const int64_t lo_num = pbw - ph, hi_num = IW - 1 + pbw - ph;
+      int64_t t_lo, t_hi;
+      if (sw == 1) {
+        t_lo = lo_num <= 0 ? 0 : lo_num;
+        t_hi = hi_num < 0 ? 0 : hi_num + 1;
+      } else if (sw == 2) {
+        t_lo = lo_num <= 0 ? 0 : (lo_num + 1) >> 1;
+        t_hi = hi_num < 0 ? 0 : (hi_num >> 1) + 1;
+      } else {
+        t_lo = lo_num <= 0 ? 0 : (lo_num + sw - 1) / sw;
+        t_hi = hi_num < 0 ? 0 : hi_num / sw + 1;
+      }
       t_lo = std::min(t_lo, g.width);
       t_hi = std::max(t_lo, std::min(t_hi, g.width));
       std::fill(dst, dst + t_lo, fill);
       int64_t t = t_lo;
       const float* src = xr + ph - pbw;  // dst[t] = src[t * sw]
       if (sw == 1) {
-        std::memcpy(dst + t_lo, src + t_lo, size_t(t_hi - t_lo) * sizeof(float));
-        t = t_hi;
+        // Rows are short for late layers (7-28 floats): a loop, not a memcpy call.
+        for (; t < t_hi; ++t) dst[t] = src[t];
       }
 #if HWY_TARGET != HWY_SCALAR
       else if (sw == 2) {
@@ -70,6 +80,17 @@ void BuildPlane(const ConvShape& s, const float* xp, float fill, float* slot) {
       for (; t < t_hi; ++t) dst[t] = src[t * sw];
       std::fill(dst + t_hi, dst + g.width, fill);
     }
+  }
+}
+
+// Stores n <= Lanes floats of v at p (a partial vector through tmp).
+template <class D, class V>
+HWY_INLINE void StoreClamped(D d, V v, float* p, int64_t n, float* tmp) {
+  if (n == static_cast<int64_t>(hn::Lanes(d))) {
+    hn::StoreU(v, d, p);
+  } else {
+    hn::Store(v, d, tmp);
+    std::memcpy(p, tmp, size_t(n) * sizeof(float));
   }
 }
 
@@ -93,17 +114,74 @@ void PlaneImpl(const ConvShape& s, int64_t plane, const float* x, const float* w
   const V vb = hn::Set(d, bias ? bias[m] : 0.0f);
   const V vlo = hn::Set(d, lo), vhi = hn::Set(d, hi);
   HWY_ALIGN float tmp[(HWY_MAX_BYTES / sizeof(float))];
+  // Each tap's offset in the padded plane from a row's origin, computed once (no
+  // divisions in the loops); more taps than this table holds are computed inline.
+  constexpr int64_t kMaxTaps = 64;
+  int64_t off[kMaxTaps];
+  const int64_t taps = KH * KW;
+  const bool table = taps <= kMaxTaps;
+  if (table)
+    for (int64_t kh = 0; kh < KH; ++kh)
+      for (int64_t kw = 0; kw < KW; ++kw) {
+        const int64_t c = kw * dw;
+        off[kh * KW + kw] = (kh * dh * sw + c % sw) * g.width + c / sw;
+      }
+  const int64_t row_step = sh * sw * g.width;  // padded floats between output rows
   for (int64_t oh = 0; oh < OH; ++oh) {
     float* yr = yp + oh * OW;
-    for (int64_t ow = 0; ow < OW; ow += L) {
-      V acc = vb;
-      for (int64_t kh = 0; kh < KH; ++kh) {
-        const int64_t r = oh * sh + kh * dh;
-        for (int64_t kw = 0; kw < KW; ++kw) {
-          const int64_t c = kw * dw;
-          const float* src = slot + (r * sw + c % sw) * g.width + ow + c / sw;
-          acc = hn::MulAdd(hn::Set(d, wp[kh * KW + kw]), hn::LoadU(d, src), acc);
+    const float* base = slot + oh * row_step;
+    int64_t ow = 0;
+    if (table && OW < 4 * L && oh + 4 <= OH) {
+      // Narrow planes (14x14, 7x7): four output rows at a time instead.
+      for (; ow < OW; ow += L) {
+        V a0 = vb, a1 = vb, a2 = vb, a3 = vb;
+        for (int64_t t = 0; t < taps; ++t) {
+          const float* src = base + off[t] + ow;
+          const V wv = hn::Set(d, wp[t]);
+          a0 = hn::MulAdd(wv, hn::LoadU(d, src), a0);
+          a1 = hn::MulAdd(wv, hn::LoadU(d, src + row_step), a1);
+          a2 = hn::MulAdd(wv, hn::LoadU(d, src + 2 * row_step), a2);
+          a3 = hn::MulAdd(wv, hn::LoadU(d, src + 3 * row_step), a3);
         }
+        const int64_t n = std::min(L, OW - ow);
+        StoreClamped(d, hn::Min(hn::Max(a0, vlo), vhi), yr + ow, n, tmp);
+        StoreClamped(d, hn::Min(hn::Max(a1, vlo), vhi), yr + OW + ow, n, tmp);
+        StoreClamped(d, hn::Min(hn::Max(a2, vlo), vhi), yr + 2 * OW + ow, n, tmp);
+        StoreClamped(d, hn::Min(hn::Max(a3, vlo), vhi), yr + 3 * OW + ow, n, tmp);
+      }
+      oh += 3;
+      continue;
+    }
+    if (table) {
+      // Four vectors of outputs at a time: four independent FMA chains hide the latency.
+      for (; ow + 4 * L <= OW; ow += 4 * L) {
+        V a0 = vb, a1 = vb, a2 = vb, a3 = vb;
+        for (int64_t t = 0; t < taps; ++t) {
+          const float* src = base + off[t] + ow;
+          const V wv = hn::Set(d, wp[t]);
+          a0 = hn::MulAdd(wv, hn::LoadU(d, src), a0);
+          a1 = hn::MulAdd(wv, hn::LoadU(d, src + L), a1);
+          a2 = hn::MulAdd(wv, hn::LoadU(d, src + 2 * L), a2);
+          a3 = hn::MulAdd(wv, hn::LoadU(d, src + 3 * L), a3);
+        }
+        hn::StoreU(hn::Min(hn::Max(a0, vlo), vhi), d, yr + ow);
+        hn::StoreU(hn::Min(hn::Max(a1, vlo), vhi), d, yr + ow + L);
+        hn::StoreU(hn::Min(hn::Max(a2, vlo), vhi), d, yr + ow + 2 * L);
+        hn::StoreU(hn::Min(hn::Max(a3, vlo), vhi), d, yr + ow + 3 * L);
+      }
+    }
+    for (; ow < OW; ow += L) {
+      V acc = vb;
+      if (table) {
+        for (int64_t t = 0; t < taps; ++t)
+          acc = hn::MulAdd(hn::Set(d, wp[t]), hn::LoadU(d, base + off[t] + ow), acc);
+      } else {
+        for (int64_t kh = 0; kh < KH; ++kh)
+          for (int64_t kw = 0; kw < KW; ++kw) {
+            const int64_t c = kw * dw;
+            const float* src = base + (kh * dh * sw + c % sw) * g.width + c / sw + ow;
+            acc = hn::MulAdd(hn::Set(d, wp[kh * KW + kw]), hn::LoadU(d, src), acc);
+          }
       }
       acc = hn::Min(hn::Max(acc, vlo), vhi);
       if (ow + L <= OW) {
