@@ -55,7 +55,7 @@ template <class D, class V>
 HWY_INLINE void FinishRowPartial(D d, V v0, V v1, int64_t i, const Tile& t,
                                  const Epilogue& e) {
   const size_t L = hn::Lanes(d);
-  HWY_ALIGN float tmp[2 * (HWY_MAX_BYTES / sizeof(float))];
+  HWY_ALIGN float tmp[2 * (HWY_MAX_BYTES / sizeof(float))] = {};
   hn::Store(v0, d, tmp);
   hn::Store(v1, d, tmp + L);
   float* c = t.c + i * t.ldc;
@@ -67,7 +67,48 @@ HWY_INLINE void FinishRowPartial(D d, V v0, V v1, int64_t i, const Tile& t,
   }
 }
 
+// One row (a matrix-vector product: batch-1 Gemm, LSTM steps): the 6-row kernel would
+// leave two dependent FMA chains; here k is unrolled by 4 into 8 independent chains.
+HWY_NOINLINE void RowImpl(const Tile& t, const Epilogue& e) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  V p0 = hn::Zero(d), p1 = hn::Zero(d), q0 = hn::Zero(d), q1 = hn::Zero(d);
+  V r0 = hn::Zero(d), r1 = hn::Zero(d), s0 = hn::Zero(d), s1 = hn::Zero(d);
+  const float* a = t.a;
+  const float* b = t.b;
+  const int64_t ldb = t.ldb, acs = t.a_cs;
+  int64_t k = 0;
+  for (; k + 4 <= t.K; k += 4) {
+    const float* bk = b + k * ldb;
+    V av = hn::Set(d, a[k * acs]);
+    p0 = hn::MulAdd(av, hn::LoadU(d, bk), p0);
+    p1 = hn::MulAdd(av, hn::LoadU(d, bk + L), p1);
+    av = hn::Set(d, a[(k + 1) * acs]);
+    q0 = hn::MulAdd(av, hn::LoadU(d, bk + ldb), q0);
+    q1 = hn::MulAdd(av, hn::LoadU(d, bk + ldb + L), q1);
+    av = hn::Set(d, a[(k + 2) * acs]);
+    r0 = hn::MulAdd(av, hn::LoadU(d, bk + 2 * ldb), r0);
+    r1 = hn::MulAdd(av, hn::LoadU(d, bk + 2 * ldb + L), r1);
+    av = hn::Set(d, a[(k + 3) * acs]);
+    s0 = hn::MulAdd(av, hn::LoadU(d, bk + 3 * ldb), s0);
+    s1 = hn::MulAdd(av, hn::LoadU(d, bk + 3 * ldb + L), s1);
+  }
+  for (; k < t.K; ++k) {
+    const V av = hn::Set(d, a[k * acs]);
+    p0 = hn::MulAdd(av, hn::LoadU(d, b + k * ldb), p0);
+    p1 = hn::MulAdd(av, hn::LoadU(d, b + k * ldb + L), p1);
+  }
+  const V c0 = hn::Add(hn::Add(p0, q0), hn::Add(r0, s0));
+  const V c1 = hn::Add(hn::Add(p1, q1), hn::Add(r1, s1));
+  if (t.nr == 2 * L)
+    FinishRow(d, c0, c1, 0, t, e, hn::Set(d, e.lo), hn::Set(d, e.hi));
+  else
+    FinishRowPartial(d, c0, c1, 0, t, e);
+}
+
 void TileImpl(const Tile& t, const Epilogue& e) {
+  if (t.mr == 1) return RowImpl(t, e);
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
