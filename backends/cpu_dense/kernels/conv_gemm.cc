@@ -17,6 +17,7 @@ namespace {
 // AVX2) in L2 while the micro-kernel sweeps it.
 constexpr int64_t kMaxKC = 256;
 constexpr int64_t kPanelsPerBlock = 8;  // NC = 8 * NR
+constexpr int64_t kMcPanels = 16;       // MC = 16 * 6 rows of W per L2 block
 
 // The B block for rows [k0, k0 + kc) and pixels [j0, j0 + cols), in panel layout
 // dst[panel][kk][0..nr): B[k, p] = X[c, id, ih, iw] for k = (c, kd, kh, kw), zero where the
@@ -197,11 +198,13 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const ConvPlan& p,
     tile.a_cs = kGemmMR;
     tile.ldb = ldb;
     tile.ldc = P;
-    // B strip (kc x NR) outer: it stays in L1 while the 6-row panels of W stream from L2.
+    // W in blocks of kMcPanels row panels (MC x KC, ~100 KB, stays in L2); within one,
+    // the B strip (kc x NR) is outer: it stays in L1 while the W panels stream from L2.
+    for (int64_t pb = pi0; pb < pi1; pb += kMcPanels)
     for (int64_t jq = 0; jq < cols; jq += nr) {
       tile.b = in_place ? b + jq : b + jq * tile.K;  // panel q starts at q * kc * NR
       tile.nr = static_cast<int>(std::min(nr, cols - jq));
-      for (int64_t pi = pi0; pi < pi1; ++pi) {
+      for (int64_t pi = pb; pi < std::min(pi1, pb + kMcPanels); ++pi) {
         const int64_t i0 = pi * kGemmMR;
         tile.a = a.data.get() + pi * K * kGemmMR + k0 * kGemmMR;
         tile.mr = static_cast<int>(std::min<int64_t>(kGemmMR, Mg - i0));
