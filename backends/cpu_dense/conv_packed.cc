@@ -5,16 +5,28 @@
 namespace minnow {
 namespace cpu_dense {
 
-namespace {
-
-// Scratch slots: each parallel work item owns one slot and runs its tasks one after the
-// other, so concurrently running items never share memory.
-int64_t slots_for(int64_t tasks, int threads) {
+int64_t scratch_slots(int64_t tasks, int threads) {
   if (threads <= 1) return 1;
   return std::max<int64_t>(1, std::min<int64_t>({tasks, kernels::kConvMaxSlots, 4 * threads}));
 }
 
-}  // namespace
+kernels::ConvShape conv_shape(const Axis ax[kMaxSpatial], int64_t N, int64_t C, int64_t M,
+                              int64_t group) {
+  kernels::ConvShape s;
+  s.N = N;
+  s.C = C;
+  s.M = M;
+  s.group = group;
+  for (int i = 0; i < kMaxSpatial; ++i) {
+    s.in[i] = ax[i].in;
+    s.out[i] = ax[i].out;
+    s.k[i] = ax[i].k;
+    s.s[i] = ax[i].s;
+    s.d[i] = ax[i].d;
+    s.pb[i] = ax[i].pb;
+  }
+  return s;
+}
 
 ConvPacked::ConvPacked(const float* w, int64_t M, int64_t Cg, int64_t taps, int64_t group,
                        const float* bias, int spatial) {
@@ -54,7 +66,7 @@ void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const f
   if (depthwise_) {
     const int64_t planes = s.N * s.M;
     const int64_t slot_floats = kernels::dwconv_slot_floats(s);
-    const int64_t slots = slots_for(planes, threads);
+    const int64_t slots = scratch_slots(planes, threads);
     if (ctx.scratch_size() < size_t(slots * slot_floats) * sizeof(float))
       throw PluginError("depthwise conv: scratch too small");
     const float* w = dw_w_.get();
@@ -69,7 +81,7 @@ void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const f
     return;
   }
   const kernels::ConvPlan p = kernels::plan_conv(s, threads);
-  const int64_t slots = slots_for(p.tasks, threads);
+  const int64_t slots = scratch_slots(p.tasks, threads);
   const bool need_slot = !(s.pointwise() && s.P() % kernels::gemm_nr() == 0);
   if (need_slot && ctx.scratch_size() < size_t(slots * p.slot_floats) * sizeof(float))
     throw PluginError("conv: scratch too small");

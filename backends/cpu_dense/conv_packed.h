@@ -5,9 +5,18 @@
 
 #include "common.h"
 #include "kernels/conv.h"
+#include "spatial.h"
 
 namespace minnow {
 namespace cpu_dense {
+
+// Scratch slots for `tasks` over `threads`: each parallel work item owns one slot and runs
+// its tasks one after the other, so concurrently running items never share memory.
+int64_t scratch_slots(int64_t tasks, int threads);
+
+// The kernels' geometry from resolved axes (Conv, and MaxPool with M == group == C).
+kernels::ConvShape conv_shape(const Axis ax[kMaxSpatial], int64_t N, int64_t C, int64_t M,
+                              int64_t group);
 
 class ConvPacked {
  public:

@@ -112,20 +112,7 @@ class ConvKernel final : public OpKernel {
     check_output(out, num_outputs, 0, MN_F32, od);
     if (axes)
       for (int i = 0; i < kMaxSpatial; ++i) axes[i] = ax[i];
-    if (s) {
-      s->N = N;
-      s->C = C;
-      s->M = M;
-      s->group = group_;
-      for (int i = 0; i < kMaxSpatial; ++i) {
-        s->in[i] = ax[i].in;
-        s->out[i] = ax[i].out;
-        s->k[i] = ax[i].k;
-        s->s[i] = ax[i].s;
-        s->d[i] = ax[i].d;
-        s->pb[i] = ax[i].pb;
-      }
-    }
+    if (s) *s = conv_shape(ax, N, C, M, group_);
     return bias;
   }
 
