@@ -51,8 +51,6 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s) const {
   const kernels::ConvPlan p = kernels::plan_conv(s, 1);
   // The most tasks any thread count gives: every row panel its own chunk.
   const int64_t max_tasks = s.N * s.group * p.col_blocks * ((s.Mg() + kernels::kGemmMR - 1) / kernels::kGemmMR);
-  // 1x1 stride-1 convs whose blocks are all inside X need no slot.
-  if (s.pointwise() && s.P() % kernels::gemm_nr() == 0) return 0;
   return size_t(std::min<int64_t>(max_tasks, kernels::kConvMaxSlots)) * size_t(p.slot_floats) *
          sizeof(float);
 }
@@ -82,12 +80,11 @@ void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const f
   }
   const kernels::ConvPlan p = kernels::plan_conv(s, threads);
   const int64_t slots = scratch_slots(p.tasks, threads);
-  const bool need_slot = !(s.pointwise() && s.P() % kernels::gemm_nr() == 0);
-  if (need_slot && ctx.scratch_size() < size_t(slots * p.slot_floats) * sizeof(float))
+  if (ctx.scratch_size() < size_t(slots * p.slot_floats) * sizeof(float))
     throw PluginError("conv: scratch too small");
   ctx.parallel_for(size_t(slots), 1, [&](size_t s0, size_t s1) {
     for (size_t sl = s0; sl < s1; ++sl) {
-      float* slot = need_slot ? scratch + int64_t(sl) * p.slot_floats : nullptr;
+      float* slot = scratch + int64_t(sl) * p.slot_floats;
       const int64_t t0 = p.tasks * int64_t(sl) / slots, t1 = p.tasks * int64_t(sl + 1) / slots;
       for (int64_t t = t0; t < t1; ++t) kernels::conv_gemm_task(s, gemm_, p, t, x, y, slot, lo, hi);
     }

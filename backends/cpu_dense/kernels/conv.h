@@ -3,8 +3,8 @@
 //
 //  conv_gemm: per image and group, Y[Mg, P] = W[Mg, K] * B[K, P] with K = Cg * taps and
 //    P = output pixels. W is packed once (PackedA). B is built per cache block of KC x NC
-//    in the caller's scratch slot (tiled im2col), except for 1x1 stride-1 unpadded convs,
-//    where B is X itself and is read in place.
+//    in the caller's scratch slot, in NR-column panels: tiled im2col, or for 1x1 stride-1
+//    unpadded convs a plain copy of X's rows (no im2col).
 //  dwconv: direct depthwise (Cg == 1, any multiplier), any kernel size, stride, dilation
 //    and pads, 1-D/2-D. One output plane at a time: the input plane is copied into a
 //    zero-padded scratch plane, its columns split by phase (column mod stride), so every
@@ -31,7 +31,7 @@ struct ConvShape {
   int64_t K() const { return Cg() * taps(); }
   int64_t P() const { return out[0] * out[1] * out[2]; }
   int64_t Pin() const { return in[0] * in[1] * in[2]; }
-  // B is X itself: 1x1x1 kernel, stride 1, no padding (output == input grid).
+  // B is X's rows: 1x1x1 kernel, stride 1, no padding (output == input grid).
   bool pointwise() const;
 };
 
