@@ -23,8 +23,9 @@ void* dense_prepare(const float* w, int64_t n, int64_t k, double* cost_per_row) 
   if (!w || n <= 0 || k <= 0) return nullptr;
   try {
     auto* p = new kernels::PackedB(kernels::pack_b(w, k, n, 1, k, 1.0f, nullptr));
-    // ~2 flops per weight per row at ~20 Gflop/s (one core, SIMD, cache-resident panels).
-    if (cost_per_row) *cost_per_row = double(n) * double(k) * 0.1;
+    // Kept in the units cpu_sparse's service was calibrated against (the reference
+    // kernels'); see docs/ARCHITECTURE.md "Bids". Re-measure both together.
+    if (cost_per_row) *cost_per_row = double(n) * double(k) * 0.25;
     return p;
   } catch (...) {
     return nullptr;
