@@ -6,6 +6,7 @@
 
 #include <limits>
 
+#include "pool_simd.h"
 #include "spatial.h"
 
 namespace minnow {
@@ -26,6 +27,19 @@ class PoolKernel final : public OpKernel {
     double taps = 1;
     for (int i = 0; i < attrs_.nsp; ++i) taps *= static_cast<double>(attrs_.kernel[i]);
     return static_cast<double>(numel(out[0])) * taps;
+  }
+
+  // MaxPool over 1-D / 2-D windows runs the SIMD plane kernel (pool_simd.h).
+  size_t scratch_bytes(const mn_tensor* in, int num_inputs, const mn_tensor* out,
+                       int) const override {
+    kernels::ConvShape s;
+    Axis ax[kMaxSpatial];
+    if (kind_ != PoolKind::kMax || num_inputs < 1 || in[0].rank != attrs_.nsp + 2 ||
+        out[0].rank != attrs_.nsp + 2 ||
+        !resolve_geometry(attrs_, in[0].dims + 2, out[0].dims + 2, ax).empty() ||
+        !maxpool_simd_shape(ax, in[0].dims[0], in[0].dims[1], &s))
+      return 0;
+    return maxpool_simd_scratch(s);
   }
 
   void run(const RunContext& ctx, const mn_tensor* in, int num_inputs, mn_tensor* out,
@@ -52,6 +66,11 @@ class PoolKernel final : public OpKernel {
     const int64_t taps = D.k * H.k * W.k;
     const bool is_max = kind_ == PoolKind::kMax;
     const bool include_pad = count_include_pad_;
+    kernels::ConvShape simd;
+    if (is_max && maxpool_simd_shape(ax, od[0], od[1], &simd)) {
+      maxpool_simd_run(ctx, simd, x, y);
+      return;
+    }
     auto body = [&](size_t r0, size_t r1) {
       for (int64_t r = static_cast<int64_t>(r0); r < static_cast<int64_t>(r1); ++r) {
         const int64_t oh = r % H.out;
@@ -120,7 +139,7 @@ SpatialAttrs check_pool(const Node& node, bool allow_ceil_mode);
 
 inline const char* pool_name(PoolKind kind, int nsp) {
   static const char* const names[2][3] = {
-      {"f32_maxpool1d_ref", "f32_maxpool2d_ref", "f32_maxpool3d_ref"},
+      {"f32_maxpool1d_direct", "f32_maxpool2d_direct", "f32_maxpool3d_ref"},
       {"f32_avgpool1d_ref", "f32_avgpool2d_ref", "f32_avgpool3d_ref"}};
   return names[kind == PoolKind::kMax ? 0 : 1][nsp - 1];
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Cross-builds the cpu_sparse kernel test for aarch64 and runs it under qemu twice:
+# Cross-builds the cpu_sparse and cpu_dense kernel tests for aarch64 and runs each under
+# qemu twice:
 #   -cpu cortex-a72  (no SVE: Highway dispatches to NEON)
 #   default CPU      (qemu's "max": SVE2, Highway dispatches to SVE2)
 # qemu runs without -L: the arm64 multiarch loader/libraries live in /lib/aarch64-linux-gnu.
@@ -23,17 +24,18 @@ fi
 cmake -S "$ROOT/scripts/arm64" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/toolchains/aarch64-linux-gnu.cmake" >/dev/null
 cmake --build "$BUILD" -j2
-BIN="$BUILD/cpu_sparse_kernels_test"
-if command -v file >/dev/null; then
-  file "$BIN" | grep -q aarch64 || { echo "not an aarch64 binary: $BIN"; exit 1; }
-fi
-
-echo "== qemu-aarch64 -cpu cortex-a72 (NEON)"
-out=$(qemu-aarch64 -cpu cortex-a72 "$BIN")
-echo "$out" | tail -4
-echo "$out" | grep -q "SIMD target NEON" || { echo "expected the NEON target"; exit 1; }
-echo "== qemu-aarch64 default CPU (SVE2)"
-out=$(qemu-aarch64 "$BIN")
-echo "$out" | tail -4
-echo "$out" | grep -q "SIMD target SVE" || { echo "expected an SVE target"; exit 1; }
+for name in cpu_sparse_kernels_test cpu_dense_kernels_test; do
+  BIN="$BUILD/$name"
+  if command -v file >/dev/null; then
+    file "$BIN" | grep -q aarch64 || { echo "not an aarch64 binary: $BIN"; exit 1; }
+  fi
+  echo "== $name: qemu-aarch64 -cpu cortex-a72 (NEON)"
+  out=$(qemu-aarch64 -cpu cortex-a72 "$BIN")
+  echo "$out" | tail -4
+  echo "$out" | grep -q "SIMD target NEON" || { echo "expected the NEON target"; exit 1; }
+  echo "== $name: qemu-aarch64 default CPU (SVE2)"
+  out=$(qemu-aarch64 "$BIN")
+  echo "$out" | tail -4
+  echo "$out" | grep -q "SIMD target SVE" || { echo "expected an SVE target"; exit 1; }
+done
 echo "aarch64 kernel tests passed (NEON and SVE)"

@@ -5,6 +5,11 @@
 // each input channel of the group and kernel tap the row accumulates w * (a strided slice
 // of one input row), with the range of valid output columns computed up front so the
 // inner loop has no bounds checks and padding costs nothing.
+//
+// With constant weights (and bias) the kernel packs them at prepare time and runs the
+// SIMD kernels of conv_packed.h instead (direct depthwise, or packed-GEMM convolution);
+// the loop below stays as the reference and the path for weights computed at run time.
+#include "../conv_packed.h"
 #include "../ops.h"
 #include "../spatial.h"
 
@@ -29,14 +34,43 @@ class ConvKernel final : public OpKernel {
         group_(group),
         kernel_attr_(kernel_attr) {}
 
+  const char* name() const override { return fast_ ? fast_->name() : OpKernel::name(); }
+
+  // Packs W (and B) for the SIMD kernels when both are constants.
+  void try_pack(const Node& node) {
+    const mn_tensor& w = *node.input(1).t;
+    if (!node.input(1).is_constant() || !w.data) return;
+    for (int i = 0; i < w.rank; ++i)
+      if (w.dims[i] < 0) return;
+    const float* bias = nullptr;
+    if (node.has_input(2)) {
+      if (!node.input(2).is_constant() || !node.input(2).t->data) return;
+      bias = node.input(2).data<float>();
+    }
+    double taps = 1;
+    for (int i = 2; i < w.rank; ++i) taps *= static_cast<double>(w.dims[i]);
+    fast_ = std::make_unique<ConvPacked>(static_cast<const float*>(w.data), w.dims[0], w.dims[1],
+                                         static_cast<int64_t>(taps), group_, bias, attrs_.nsp);
+  }
+
+  size_t scratch_bytes(const mn_tensor* in, int num_inputs, const mn_tensor* out,
+                       int num_outputs) const override {
+    if (!fast_) return 0;
+    kernels::ConvShape s;
+    geometry(in, num_inputs, out, num_outputs, &s);
+    return fast_->scratch_bytes(s);
+  }
+
   double flops(const mn_tensor* in, int, const mn_tensor* out, int) const override {
     double taps = 1;
     for (int i = 1; i < in[1].rank; ++i) taps *= static_cast<double>(in[1].dims[i]);
     return 2.0 * static_cast<double>(numel(out[0])) * taps;
   }
 
-  void run(const RunContext& ctx, const mn_tensor* in, int num_inputs, mn_tensor* out,
-           int num_outputs) const override {
+  // Validates the run-time shapes and resolves the geometry (3 lifted axes); also gives
+  // the fast kernels' shape when `s` is not null. Returns the bias pointer (or null).
+  const float* geometry(const mn_tensor* in, int num_inputs, const mn_tensor* out,
+                        int num_outputs, kernels::ConvShape* s, Axis* axes = nullptr) const {
     if (num_inputs < 2) fail("inputs missing at run time");
     check_dtype(in[0], MN_F32, "X");
     check_dtype(in[1], MN_F32, "W");
@@ -76,6 +110,22 @@ class ConvKernel final : public OpKernel {
     od[1] = M;
     for (int i = 0; i < nsp; ++i) od[2 + i] = out[0].dims[2 + i];
     check_output(out, num_outputs, 0, MN_F32, od);
+    if (axes)
+      for (int i = 0; i < kMaxSpatial; ++i) axes[i] = ax[i];
+    if (s) *s = conv_shape(ax, N, C, M, group_);
+    return bias;
+  }
+
+  void run(const RunContext& ctx, const mn_tensor* in, int num_inputs, mn_tensor* out,
+           int num_outputs) const override {
+    kernels::ConvShape shape;
+    Axis ax[kMaxSpatial];
+    const float* bias = geometry(in, num_inputs, out, num_outputs, &shape, ax);
+    if (fast_) {
+      fast_->run(ctx, shape, static_cast<const float*>(in[0].data), static_cast<float*>(out[0].data));
+      return;
+    }
+    const int64_t N = shape.N, C = shape.C, M = shape.M, Cg = shape.Cg();
 
     const float* x = static_cast<const float*>(in[0].data);
     const float* w = static_cast<const float*>(in[1].data);
@@ -132,6 +182,7 @@ class ConvKernel final : public OpKernel {
   SpatialAttrs attrs_;
   int64_t group_;
   bool kernel_attr_;
+  std::unique_ptr<ConvPacked> fast_;
 };
 
 // Validation shared by bid and make; returns the kernel ready to build.
@@ -181,7 +232,11 @@ double conv_bid(const Node& node) {
   return 2.0 * numel_estimate(*node.output(0).t) * taps;
 }
 
-std::unique_ptr<Kernel> conv_make(const Node& node) { return check_conv(node); }
+std::unique_ptr<Kernel> conv_make(const Node& node) {
+  std::unique_ptr<ConvKernel> k = check_conv(node);
+  k->try_pack(node);
+  return k;
+}
 
 }  // namespace cpu_dense
 }  // namespace minnow

@@ -1,6 +1,11 @@
 // Gemm: Y = alpha * A' * B' + beta * C, A' = transA ? A^T : A, B' likewise; C (optional
 // since opset 11) broadcasts unidirectionally to (M, N).
+//
+// With a constant B (weights) and C absent or a constant row/scalar (bias), B' is packed
+// at prepare time with alpha folded in, beta * C becomes the packed column bias, and the
+// run is the SIMD packed GEMM (gemm_packed.h). Otherwise the reference rows below.
 #include "../broadcast.h"
+#include "../gemm_packed.h"
 #include "../gemm_ref.h"
 #include "../ops.h"
 
@@ -21,6 +26,32 @@ class GemmKernel final : public OpKernel {
         beta_(node.attr_float("beta", 1.0f)),
         trans_a_(node.attr_int("transA", 0) != 0),
         trans_b_(node.attr_int("transB", 0) != 0) {}
+
+  const char* name() const override { return fast_ ? "f32_gemm_6x2v_packed" : OpKernel::name(); }
+
+  void try_pack(const Node& node) {
+    const mn_tensor& b = *node.input(1).t;
+    if (!node.input(1).is_constant() || !b.data || b.rank != 2 || b.dims[0] < 0 || b.dims[1] < 0)
+      return;
+    const int64_t K = trans_b_ ? b.dims[1] : b.dims[0], N = trans_b_ ? b.dims[0] : b.dims[1];
+    std::vector<float> bias;
+    if (node.has_input(2) && beta_ != 0.0f) {
+      const mn_tensor& c = *node.input(2).t;
+      if (!node.input(2).is_constant() || !c.data || c.rank > 2) return;
+      // Only C that is the same for every row: [], [1], [N], [1, 1], [1, N].
+      for (int i = 0; i + 1 < c.rank; ++i)
+        if (c.dims[i] != 1) return;
+      const int64_t cn = c.rank == 0 ? 1 : c.dims[c.rank - 1];
+      if (cn != 1 && cn != N) return;
+      const float* cv = static_cast<const float*>(c.data);
+      bias.resize(size_t(N));
+      for (int64_t j = 0; j < N; ++j) bias[size_t(j)] = cv[cn == 1 ? 0 : j];
+    }
+    packed_ = kernels::pack_b(static_cast<const float*>(b.data), K, N, trans_b_ ? 1 : N,
+                              trans_b_ ? K : 1, alpha_, bias.empty() ? nullptr : bias.data(),
+                              beta_);
+    fast_ = true;
+  }
 
   GemmShape shape(const mn_tensor* in) const {
     if (in[0].rank != 2 || in[1].rank != 2)
@@ -52,6 +83,13 @@ class GemmKernel final : public OpKernel {
     od.d[0] = s.M;
     od.d[1] = s.N;
     check_output(out, num_outputs, 0, MN_F32, od);
+    if (fast_) {
+      if (s.K != packed_.K || s.N != packed_.N) fail("B changed shape after packing");
+      run_packed_b(ctx.raw(), packed_, s.M, static_cast<const float*>(in[0].data),
+                   trans_a_ ? 1 : s.K, trans_a_ ? s.M : 1, static_cast<float*>(out[0].data), s.N,
+                   0.0f);
+      return;
+    }
 
     // C(i,j) = c[i*c_rs + j*c_cs]; a broadcast dim has stride 0.
     const float* c = nullptr;
@@ -93,6 +131,8 @@ class GemmKernel final : public OpKernel {
  private:
   float alpha_, beta_;
   bool trans_a_, trans_b_;
+  bool fast_ = false;
+  kernels::PackedB packed_;
 };
 
 }  // namespace
@@ -119,7 +159,9 @@ double gemm_bid(const Node& node) {
 
 std::unique_ptr<Kernel> gemm_make(const Node& node) {
   gemm_bid(node);
-  return std::make_unique<GemmKernel>(node);
+  auto k = std::make_unique<GemmKernel>(node);
+  k->try_pack(node);
+  return k;
 }
 
 }  // namespace cpu_dense

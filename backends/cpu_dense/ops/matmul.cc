@@ -1,6 +1,10 @@
 // MatMul: numpy.matmul. A 1-D operand is a row (A) or column (B) vector whose extra dim is
 // dropped from the result; leading (batch) dims broadcast.
+//
+// A constant 2-D B (a Linear layer's weights) is packed at prepare time; all of A's rows
+// (batch dims flattened) then run through the SIMD packed GEMM (gemm_packed.h).
 #include "../broadcast.h"
+#include "../gemm_packed.h"
 #include "../gemm_ref.h"
 #include "../ops.h"
 
@@ -18,6 +22,17 @@ struct MatMulShape {
 class MatMulKernel final : public OpKernel {
  public:
   explicit MatMulKernel(const Node& node) : OpKernel(node, "f32_matmul_ref") {}
+
+  const char* name() const override { return fast_ ? "f32_gemm_6x2v_packed" : OpKernel::name(); }
+
+  void try_pack(const Node& node) {
+    const mn_tensor& b = *node.input(1).t;
+    if (!node.input(1).is_constant() || !b.data || b.rank != 2 || b.dims[0] < 0 || b.dims[1] < 0)
+      return;
+    packed_ = kernels::pack_b(static_cast<const float*>(b.data), b.dims[0], b.dims[1], b.dims[1],
+                              1, 1.0f, nullptr);
+    fast_ = true;
+  }
 
   MatMulShape shape(const mn_tensor* in) const {
     const Dims a = Dims::of(in[0]), b = Dims::of(in[1]);
@@ -54,6 +69,13 @@ class MatMulKernel final : public OpKernel {
     check_dtype(in[1], MN_F32, "B");
     const MatMulShape s = shape(in);
     check_output(out, num_outputs, 0, MN_F32, s.out);
+    if (fast_ && in[1].rank == 2) {
+      if (s.K != packed_.K || s.N != packed_.N) fail("B changed shape after packing");
+      // B is not batched: A's rows (all batches) form one [rows, K] matrix, Y [rows, N].
+      run_packed_b(ctx.raw(), packed_, s.batch.numel() * s.M, static_cast<const float*>(in[0].data),
+                   s.K, 1, static_cast<float*>(out[0].data), s.N, 0.0f);
+      return;
+    }
 
     // Per output batch dim, how far A and B move (in elements); 0 where broadcast.
     const int br = s.batch.rank;
@@ -93,6 +115,10 @@ class MatMulKernel final : public OpKernel {
     };
     ctx.parallel_for(static_cast<size_t>(rows), grain_for(2.0 * N * K + N), std::move(body));
   }
+
+ private:
+  bool fast_ = false;
+  kernels::PackedB packed_;
 };
 
 }  // namespace
@@ -117,7 +143,9 @@ double matmul_bid(const Node& node) {
 
 std::unique_ptr<Kernel> matmul_make(const Node& node) {
   matmul_bid(node);
-  return std::make_unique<MatMulKernel>(node);
+  auto k = std::make_unique<MatMulKernel>(node);
+  k->try_pack(node);
+  return k;
 }
 
 }  // namespace cpu_dense

@@ -116,6 +116,8 @@ void check_conv(std::mt19937& rng, const ConvSpec& c, Ctx ctx, bool hide_dims = 
   std::vector<Tensor> in{p.x, p.w};
   if (weights_constant) in[1].as_constant();
   if (c.bias) in.push_back(p.b);
+  // Constant W and B: the packed SIMD kernels; otherwise the reference loop.
+  if (c.bias && weights_constant) in.back().as_constant();
   std::vector<Tensor> out{Tensor::out(p.out_shape)};
   CAPTURE(shape_str(c.x));
   CAPTURE(c.M);

@@ -145,10 +145,22 @@ TEST_SUITE("gemm") {
             CAPTURE(tb);
             CAPTURE(cform);
             CAPTURE(ctx_name(ctx));
+            const std::vector<double> want =
+                naive_gemm(a, b, has_c ? &c : nullptr, ta, tb, alpha, beta);
             RunResult r = run(node, in, out, ctx);
             REQUIRE_MESSAGE(r.ok(), r.error);
-            CDT_CHECK_CLOSE(out[0].f(),
-                            naive_gemm(a, b, has_c ? &c : nullptr, ta, tb, alpha, beta));
+            CHECK(r.kernel_name == "f32_gemm_ref");
+            CDT_CHECK_CLOSE(out[0].f(), want);
+            // Constant B and C: packed at prepare time (C of one row: the packed bias).
+            in[1].as_constant();
+            if (has_c) in[2].as_constant();
+            std::vector<Tensor> out2{Tensor::out({M, N})};
+            r = run(node, in, out2, ctx);
+            REQUIRE_MESSAGE(r.ok(), r.error);
+            const bool row_c = (cform != 4 && cform != 5) || M == 1;
+            CHECK(r.kernel_name ==
+                  std::string(row_c || beta == 0 ? "f32_gemm_6x2v_packed" : "f32_gemm_ref"));
+            CDT_CHECK_CLOSE(out2[0].f(), want);
           }
   }
 
@@ -260,9 +272,17 @@ TEST_SUITE("gemm") {
         CAPTURE(shape_str(c[0]));
         CAPTURE(shape_str(c[1]));
         CAPTURE(ctx_name(ctx));
-        RunResult r = run(FakeNode("MatMul", 1 + (n++ % 13)), in, out, ctx);
+        FakeNode node("MatMul", 1 + (n++ % 13));
+        RunResult r = run(node, in, out, ctx);
         REQUIRE_MESSAGE(r.ok(), r.error);
         CDT_CHECK_CLOSE(out[0].f(), want);
+        // A constant 2-D B is packed at prepare time.
+        in[1].as_constant();
+        std::vector<Tensor> out2{Tensor::out(os)};
+        r = run(node, in, out2, ctx);
+        REQUIRE_MESSAGE(r.ok(), r.error);
+        if (c[1].size() == 2) CHECK(r.kernel_name == "f32_gemm_6x2v_packed");
+        CDT_CHECK_CLOSE(out2[0].f(), want);
       }
   }
 

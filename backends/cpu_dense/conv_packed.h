@@ -1,0 +1,37 @@
+// The fast path of Conv (ops/conv.cc) when W (and B) are constants: weights packed once at
+// prepare time, then either the direct depthwise kernel or the packed GEMM convolution of
+// kernels/conv.h, split over the context's parallel_for.
+#pragma once
+
+#include "common.h"
+#include "kernels/conv.h"
+#include "spatial.h"
+
+namespace minnow {
+namespace cpu_dense {
+
+// Scratch slots for `tasks` over `threads`: each parallel work item owns one slot and runs
+// its tasks one after the other, so concurrently running items never share memory.
+int64_t scratch_slots(int64_t tasks, int threads);
+
+// The kernels' geometry from resolved axes (Conv, and MaxPool with M == group == C).
+kernels::ConvShape conv_shape(const Axis ax[kMaxSpatial], int64_t N, int64_t C, int64_t M,
+                              int64_t group);
+
+class ConvPacked {
+ public:
+  // w: [M, Cg, k...] (taps = product of k), bias [M] or null. `spatial` = spatial rank.
+  ConvPacked(const float* w, int64_t M, int64_t Cg, int64_t taps, int64_t group,
+             const float* bias, int spatial);
+  const char* name() const { return depthwise_ ? "f32_dwconv_direct" : "f32_conv_gemm_6x2v"; }
+  size_t scratch_bytes(const kernels::ConvShape& s) const;
+  void run(const RunContext& ctx, const kernels::ConvShape& s, const float* x, float* y) const;
+
+ private:
+  bool depthwise_ = false;
+  kernels::ConvWeights gemm_;
+  kernels::FloatBuf dw_w_, dw_b_;
+};
+
+}  // namespace cpu_dense
+}  // namespace minnow

@@ -1,0 +1,95 @@
+// Convolution kernels of cpu_dense, NCHW, 1-D to 3-D lifted to 3-D (leading spatial dims
+// of size 1). Plain C++ interface (no plugin ABI), like kernels/gemm.h.
+//
+//  conv_gemm: per image and group, Y[Mg, P] = W[Mg, K] * B[K, P] with K = Cg * taps and
+//    P = output pixels. W is packed once (PackedA). B is built per cache block of KC x NC
+//    in the caller's scratch slot, in NR-column panels: tiled im2col, or for 1x1 stride-1
+//    unpadded convs a plain copy of X's rows (no im2col).
+//  dwconv: direct depthwise (Cg == 1, any multiplier), any kernel size, stride, dilation
+//    and pads, 1-D/2-D. One output plane at a time: the input plane is copied into a
+//    zero-padded scratch plane, its columns split by phase (column mod stride), so every
+//    tap is a unit-stride SIMD load and the inner loop has no bounds checks.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/gemm.h"
+
+namespace minnow {
+namespace cpu_dense {
+namespace kernels {
+
+// One convolution's geometry for concrete shapes, 3 spatial axes (D, H, W).
+struct ConvShape {
+  int64_t N = 1, C = 1, M = 1, group = 1;
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
+  int64_t s[3] = {1, 1, 1}, d[3] = {1, 1, 1}, pb[3] = {0, 0, 0};
+  int64_t Cg() const { return C / group; }
+  int64_t Mg() const { return M / group; }
+  int64_t taps() const { return k[0] * k[1] * k[2]; }
+  int64_t K() const { return Cg() * taps(); }
+  int64_t P() const { return out[0] * out[1] * out[2]; }
+  int64_t Pin() const { return in[0] * in[1] * in[2]; }
+  // B is X's rows: 1x1x1 kernel, stride 1, no padding (output == input grid).
+  bool pointwise() const;
+};
+
+// ---- GEMM convolution ---------------------------------------------------------------
+struct ConvWeights {
+  int64_t M = 0, group = 1, K = 0;  // K per group
+  std::vector<PackedA> groups;
+  FloatBuf bias;  // [M] or null
+};
+// w: [M, K] (OIHW flattened), bias [M] or null.
+ConvWeights pack_conv_weights(const float* w, int64_t M, int64_t K, int64_t group,
+                              const float* bias);
+
+// How one run is split: tasks = N * group * column blocks * row chunks.
+struct ConvPlan {
+  int64_t nc = 0, kc = 0;         // cache block: NC columns (multiple of NR), KC rows
+  int64_t col_blocks = 0, m_chunks = 1, panels_per_chunk = 0, tasks = 0;
+  int64_t slot_floats = 0;        // scratch per concurrently running task
+};
+// `threads`: how many workers will take tasks (more row chunks when columns are few).
+ConvPlan plan_conv(const ConvShape& s, int threads);
+// Most scratch slots a run uses (one per concurrently running group of tasks).
+constexpr int kConvMaxSlots = 16;
+
+// Runs task `t` of the plan: y[N, M, P] for one (image, group, column block, row chunk).
+// `slot` has plan.slot_floats floats, used by this task alone. lo/hi: the output clamp.
+void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const ConvPlan& p, int64_t t,
+                    const float* x, float* y, float* slot, float lo, float hi);
+
+// ---- Depthwise ----------------------------------------------------------------------
+// Applies when group == C (Cg == 1) and the D axis is trivial (k[0] == 1, in[0] == 1).
+bool dwconv_applies(const ConvShape& s);
+int64_t dwconv_slot_floats(const ConvShape& s);
+// The padded plane for vectors of L floats: rows, and floats per phase row (room for the
+// last, partial vector of a row plus the widest tap offset).
+struct DwGeom {
+  int64_t rows, width;
+};
+inline DwGeom dw_geom(const ConvShape& s, int64_t L) {
+  DwGeom g;
+  g.rows = (s.out[1] - 1) * s.s[1] + (s.k[1] - 1) * s.d[1] + 1;
+  g.width = (s.out[2] + L - 1) / L * L + ((s.k[2] - 1) * s.d[2]) / s.s[2] + 1;
+  return g;
+}
+// Output plane `plane` = n * M + m of y; w: [M, kh * kw]; bias [M] or null.
+void dwconv_plane(const ConvShape& s, int64_t plane, const float* x, const float* w,
+                  const float* bias, float* y, float* slot, float lo, float hi);
+
+// ---- Max pooling, same plane scheme (2-D or 1-D: k[0] == 1, in[0] == 1) -------------
+// Output plane `plane` = n * C + c of y (M == C, group unused); scratch: dwconv_slot_floats.
+void maxpool_plane(const ConvShape& s, int64_t plane, const float* x, float* y, float* slot);
+void maxpool_ref(const ConvShape& s, const float* x, float* y);
+
+// ---- Reference (tests) ------------------------------------------------------------------
+// Direct definition, doubles; w: [M, Cg, k...], bias [M] or null.
+void conv_ref(const ConvShape& s, const float* x, const float* w, const float* bias, float* y,
+              float lo, float hi);
+
+}  // namespace kernels
+}  // namespace cpu_dense
+}  // namespace minnow

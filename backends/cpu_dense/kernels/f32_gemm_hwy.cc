@@ -1,0 +1,192 @@
+// f32_gemm_6x2v: the SIMD micro-kernel of kernels/gemm.h, compiled once per Highway target
+// (foreach_target.h) and chosen at run time. Written without arrays of vectors or vectors
+// in structs, so the sizeless SVE types compile: every accumulator is a named variable.
+//
+// Per k: two B vectors are loaded, six A values broadcast, twelve FMAs issued. Full tiles
+// store straight to C; partial tiles (nr < NR) go through a stack tile and a scalar
+// epilogue, so nothing is written outside C and no masked load is needed.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/f32_gemm_hwy.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "kernels/gemm.h"
+
+#include <algorithm>
+
+HWY_BEFORE_NAMESPACE();
+namespace minnow {
+namespace cpu_dense {
+namespace kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+int NrImpl() { return 2 * static_cast<int>(hn::Lanes(hn::ScalableTag<float>())); }
+const char* TargetImpl() { return hwy::TargetName(HWY_TARGET); }
+
+// Finishes one row of a full tile: bias, beta * old, clamp, store.
+template <class D, class V>
+HWY_INLINE void FinishRow(D d, V v0, V v1, int64_t i, const Tile& t, const Epilogue& e,
+                          V lo, V hi) {
+  const size_t L = hn::Lanes(d);
+  float* c = t.c + i * t.ldc;
+  if (e.bias) {
+    if (e.bias_per_row) {
+      const V bv = hn::Set(d, e.bias[i]);
+      v0 = hn::Add(v0, bv);
+      v1 = hn::Add(v1, bv);
+    } else {
+      v0 = hn::Add(v0, hn::LoadU(d, e.bias));
+      v1 = hn::Add(v1, hn::LoadU(d, e.bias + L));
+    }
+  }
+  if (e.beta != 0.0f) {
+    const V be = hn::Set(d, e.beta);
+    v0 = hn::MulAdd(be, hn::LoadU(d, c), v0);
+    v1 = hn::MulAdd(be, hn::LoadU(d, c + L), v1);
+  }
+  v0 = hn::Min(hn::Max(v0, lo), hi);
+  v1 = hn::Min(hn::Max(v1, lo), hi);
+  hn::StoreU(v0, d, c);
+  hn::StoreU(v1, d, c + L);
+}
+
+// Partial tile row: raw accumulators to the stack, then the epilogue per element.
+template <class D, class V>
+HWY_INLINE void FinishRowPartial(D d, V v0, V v1, int64_t i, const Tile& t,
+                                 const Epilogue& e) {
+  const size_t L = hn::Lanes(d);
+  HWY_ALIGN float tmp[2 * (HWY_MAX_BYTES / sizeof(float))] = {};
+  hn::Store(v0, d, tmp);
+  hn::Store(v1, d, tmp + L);
+  float* c = t.c + i * t.ldc;
+  for (int j = 0; j < t.nr; ++j) {
+    float v = tmp[j];
+    if (e.bias) v += e.bias_per_row ? e.bias[i] : e.bias[j];
+    if (e.beta != 0.0f) v += e.beta * c[j];
+    c[j] = std::min(std::max(v, e.lo), e.hi);
+  }
+}
+
+// One row (a matrix-vector product: batch-1 Gemm, LSTM steps): the 6-row kernel would
+// leave two dependent FMA chains; here k is unrolled by 4 into 8 independent chains.
+HWY_NOINLINE void RowImpl(const Tile& t, const Epilogue& e) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  V p0 = hn::Zero(d), p1 = hn::Zero(d), q0 = hn::Zero(d), q1 = hn::Zero(d);
+  V r0 = hn::Zero(d), r1 = hn::Zero(d), s0 = hn::Zero(d), s1 = hn::Zero(d);
+  const float* a = t.a;
+  const float* b = t.b;
+  const int64_t ldb = t.ldb, acs = t.a_cs;
+  int64_t k = 0;
+  for (; k + 4 <= t.K; k += 4) {
+    const float* bk = b + k * ldb;
+    V av = hn::Set(d, a[k * acs]);
+    p0 = hn::MulAdd(av, hn::LoadU(d, bk), p0);
+    p1 = hn::MulAdd(av, hn::LoadU(d, bk + L), p1);
+    av = hn::Set(d, a[(k + 1) * acs]);
+    q0 = hn::MulAdd(av, hn::LoadU(d, bk + ldb), q0);
+    q1 = hn::MulAdd(av, hn::LoadU(d, bk + ldb + L), q1);
+    av = hn::Set(d, a[(k + 2) * acs]);
+    r0 = hn::MulAdd(av, hn::LoadU(d, bk + 2 * ldb), r0);
+    r1 = hn::MulAdd(av, hn::LoadU(d, bk + 2 * ldb + L), r1);
+    av = hn::Set(d, a[(k + 3) * acs]);
+    s0 = hn::MulAdd(av, hn::LoadU(d, bk + 3 * ldb), s0);
+    s1 = hn::MulAdd(av, hn::LoadU(d, bk + 3 * ldb + L), s1);
+  }
+  for (; k < t.K; ++k) {
+    const V av = hn::Set(d, a[k * acs]);
+    p0 = hn::MulAdd(av, hn::LoadU(d, b + k * ldb), p0);
+    p1 = hn::MulAdd(av, hn::LoadU(d, b + k * ldb + L), p1);
+  }
+  const V c0 = hn::Add(hn::Add(p0, q0), hn::Add(r0, s0));
+  const V c1 = hn::Add(hn::Add(p1, q1), hn::Add(r1, s1));
+  if (t.nr == 2 * L)
+    FinishRow(d, c0, c1, 0, t, e, hn::Set(d, e.lo), hn::Set(d, e.hi));
+  else
+    FinishRowPartial(d, c0, c1, 0, t, e);
+}
+
+void TileImpl(const Tile& t, const Epilogue& e) {
+  if (t.mr == 1) return RowImpl(t, e);
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  // Rows beyond mr read row 0 again (always valid) and are never stored.
+  const int mr = t.mr;
+  const float* a0 = t.a;
+  const float* a1 = t.a + (mr > 1 ? 1 : 0) * t.a_rs;
+  const float* a2 = t.a + (mr > 2 ? 2 : 0) * t.a_rs;
+  const float* a3 = t.a + (mr > 3 ? 3 : 0) * t.a_rs;
+  const float* a4 = t.a + (mr > 4 ? 4 : 0) * t.a_rs;
+  const float* a5 = t.a + (mr > 5 ? 5 : 0) * t.a_rs;
+  V c00 = hn::Zero(d), c01 = hn::Zero(d), c10 = hn::Zero(d), c11 = hn::Zero(d);
+  V c20 = hn::Zero(d), c21 = hn::Zero(d), c30 = hn::Zero(d), c31 = hn::Zero(d);
+  V c40 = hn::Zero(d), c41 = hn::Zero(d), c50 = hn::Zero(d), c51 = hn::Zero(d);
+  const float* b = t.b;
+  const int64_t ldb = t.ldb, acs = t.a_cs;
+  for (int64_t k = 0; k < t.K; ++k) {
+    const V b0 = hn::LoadU(d, b);
+    const V b1 = hn::LoadU(d, b + L);
+    b += ldb;
+    const int64_t o = k * acs;
+    V av = hn::Set(d, a0[o]);
+    c00 = hn::MulAdd(av, b0, c00);
+    c01 = hn::MulAdd(av, b1, c01);
+    av = hn::Set(d, a1[o]);
+    c10 = hn::MulAdd(av, b0, c10);
+    c11 = hn::MulAdd(av, b1, c11);
+    av = hn::Set(d, a2[o]);
+    c20 = hn::MulAdd(av, b0, c20);
+    c21 = hn::MulAdd(av, b1, c21);
+    av = hn::Set(d, a3[o]);
+    c30 = hn::MulAdd(av, b0, c30);
+    c31 = hn::MulAdd(av, b1, c31);
+    av = hn::Set(d, a4[o]);
+    c40 = hn::MulAdd(av, b0, c40);
+    c41 = hn::MulAdd(av, b1, c41);
+    av = hn::Set(d, a5[o]);
+    c50 = hn::MulAdd(av, b0, c50);
+    c51 = hn::MulAdd(av, b1, c51);
+  }
+  if (t.nr == 2 * L) {
+    const V lo = hn::Set(d, e.lo), hi = hn::Set(d, e.hi);
+    FinishRow(d, c00, c01, 0, t, e, lo, hi);
+    if (mr > 1) FinishRow(d, c10, c11, 1, t, e, lo, hi);
+    if (mr > 2) FinishRow(d, c20, c21, 2, t, e, lo, hi);
+    if (mr > 3) FinishRow(d, c30, c31, 3, t, e, lo, hi);
+    if (mr > 4) FinishRow(d, c40, c41, 4, t, e, lo, hi);
+    if (mr > 5) FinishRow(d, c50, c51, 5, t, e, lo, hi);
+  } else {
+    FinishRowPartial(d, c00, c01, 0, t, e);
+    if (mr > 1) FinishRowPartial(d, c10, c11, 1, t, e);
+    if (mr > 2) FinishRowPartial(d, c20, c21, 2, t, e);
+    if (mr > 3) FinishRowPartial(d, c30, c31, 3, t, e);
+    if (mr > 4) FinishRowPartial(d, c40, c41, 4, t, e);
+    if (mr > 5) FinishRowPartial(d, c50, c51, 5, t, e);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kernels
+}  // namespace cpu_dense
+}  // namespace minnow
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace minnow {
+namespace cpu_dense {
+namespace kernels {
+
+HWY_EXPORT(NrImpl);
+HWY_EXPORT(TargetImpl);
+HWY_EXPORT(TileImpl);
+
+int gemm_nr() { return HWY_DYNAMIC_DISPATCH(NrImpl)(); }
+const char* simd_target_name() { return HWY_DYNAMIC_DISPATCH(TargetImpl)(); }
+void gemm_tile(const Tile& t, const Epilogue& e) { HWY_DYNAMIC_DISPATCH(TileImpl)(t, e); }
+
+}  // namespace kernels
+}  // namespace cpu_dense
+}  // namespace minnow
+#endif

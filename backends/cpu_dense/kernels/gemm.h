@@ -1,0 +1,94 @@
+// The packed-panel GEMM of cpu_dense: one register-blocked SIMD micro-kernel (Highway,
+// dynamic dispatch: AVX-512 / AVX2 / SSE4 on x86, NEON / SVE on Arm) and the packing and
+// cache-blocking drivers around it. Plain C++ interface: no plugin ABI, no TBB, so the
+// aarch64 test (scripts/arm64) builds these files alone.
+//
+// The micro-kernel computes an MR x NR tile, MR = 6 rows, NR = 2 SIMD vectors of columns
+// (16 floats with AVX2, 8 with NEON/SSE4, 32 with AVX-512): 12 accumulators + 2 B vectors
+// + 1 broadcast fit the 16 registers of AVX2. A is read through strides (packed panels or
+// a plain row-major matrix), B as rows of at least NR readable floats (a packed panel, or
+// the rows of a matrix when the whole tile lies inside it).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+
+namespace minnow {
+namespace cpu_dense {
+namespace kernels {
+
+constexpr int kGemmMR = 6;
+
+// NR of the micro-kernel on the SIMD target this CPU dispatches to (2 vectors of floats).
+int gemm_nr();
+// Name of that target ("AVX2", "NEON", "SVE2" ...).
+const char* simd_target_name();
+
+// What happens to each finished output element:
+//   v = acc + bias (+ beta * old C); v = min(max(v, lo), hi).
+struct Epilogue {
+  const float* bias = nullptr;  // null, or indexed by row or by column (see bias_per_row)
+  bool bias_per_row = true;
+  float beta = 0.0f;  // 0: C is overwritten (may hold garbage); else C is read
+  float lo = -std::numeric_limits<float>::infinity();
+  float hi = std::numeric_limits<float>::infinity();
+};
+
+// One tile: C[i, j] (i < mr <= MR, j < nr <= NR) from
+//   A(i, k) = a[i * a_rs + k * a_cs]   and   B(k, j) = b[k * ldb + j],  k < K.
+// B rows must have NR readable floats even when nr < NR. With a per-column bias, `bias`
+// must have NR readable floats from the tile's first column (packed bias is padded).
+struct Tile {
+  int64_t K;
+  const float* a;
+  int64_t a_rs, a_cs;
+  const float* b;
+  int64_t ldb;
+  float* c;
+  int64_t ldc;
+  int mr, nr;
+};
+void gemm_tile(const Tile& t, const Epilogue& e);
+
+// 64-byte aligned float buffer.
+struct AlignedFree {
+  void operator()(float* p) const;
+};
+using FloatBuf = std::unique_ptr<float[], AlignedFree>;
+FloatBuf alloc_floats(size_t n);  // zero-filled; throws std::bad_alloc
+
+// ---- Weights on the B side (Gemm, MatMul with a constant B, the matmul service) --------
+// B'(k, j) = scale * b[k * b_rs + j * b_cs], packed into column panels of NR:
+// data[q][k][0..NR), the last panel zero-padded. The column bias (if any) is padded too.
+struct PackedB {
+  int64_t K = 0, N = 0, nr = 0, panels = 0;
+  FloatBuf data;
+  FloatBuf bias;  // panels * nr, or null
+};
+PackedB pack_b(const float* b, int64_t K, int64_t N, int64_t b_rs, int64_t b_cs, float scale,
+               const float* bias /* [N] or null */, float bias_scale = 1.0f);
+
+// C[M, N] = A[M, K] * B' (+ bias, + beta * C, clamp) for rows [m0, m1) and column panels
+// [q0, q1); A(i, k) = a[i * a_rs + k * a_cs], C row stride ldc. No scratch needed.
+void gemm_packed_b(const PackedB& b, const float* a, int64_t a_rs, int64_t a_cs, float* c,
+                   int64_t ldc, int64_t m0, int64_t m1, int64_t q0, int64_t q1, float beta,
+                   float lo, float hi);
+
+// ---- Weights on the A side (convolution: Y[Cout, pixels] = W[Cout, K] * im2col[K, pixels])
+// A(i, k) = a[i * lda + k], packed into row panels of MR: data[p][k][0..MR), zero-padded.
+struct PackedA {
+  int64_t M = 0, K = 0, panels = 0;
+  FloatBuf data;
+};
+PackedA pack_a(const float* a, int64_t M, int64_t K, int64_t lda);
+
+// Reference GEMM for the tests: C[i*ldc + j] = sum_k A(i,k) B(k,j) + epilogue, doubles.
+void gemm_ref(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_rs, int64_t a_cs,
+              const float* b, int64_t b_rs, int64_t b_cs, float* c, int64_t ldc,
+              const Epilogue& e);
+
+}  // namespace kernels
+}  // namespace cpu_dense
+}  // namespace minnow

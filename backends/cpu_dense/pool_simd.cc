@@ -1,0 +1,35 @@
+#include "pool_simd.h"
+
+#include "conv_packed.h"
+
+namespace minnow {
+namespace cpu_dense {
+
+bool maxpool_simd_shape(const Axis ax[kMaxSpatial], int64_t N, int64_t C, kernels::ConvShape* s) {
+  if (ax[0].k != 1 || ax[0].in != 1 || ax[0].out != 1) return false;
+  *s = conv_shape(ax, N, C, C, C);
+  return true;
+}
+
+size_t maxpool_simd_scratch(const kernels::ConvShape& s) {
+  return size_t(std::min<int64_t>(s.N * s.C, kernels::kConvMaxSlots)) *
+         size_t(kernels::dwconv_slot_floats(s)) * sizeof(float);
+}
+
+void maxpool_simd_run(const RunContext& ctx, const kernels::ConvShape& s, const float* x, float* y) {
+  const int64_t planes = s.N * s.C, slot_floats = kernels::dwconv_slot_floats(s);
+  const int64_t slots = scratch_slots(planes, ctx.num_threads());
+  if (ctx.scratch_size() < size_t(slots * slot_floats) * sizeof(float))
+    throw PluginError("maxpool: scratch too small");
+  float* scratch = static_cast<float*>(ctx.scratch());
+  ctx.parallel_for(size_t(slots), 1, [&](size_t s0, size_t s1) {
+    for (size_t sl = s0; sl < s1; ++sl) {
+      float* slot = scratch + int64_t(sl) * slot_floats;
+      const int64_t p0 = planes * int64_t(sl) / slots, p1 = planes * int64_t(sl + 1) / slots;
+      for (int64_t p = p0; p < p1; ++p) kernels::maxpool_plane(s, p, x, y, slot);
+    }
+  });
+}
+
+}  // namespace cpu_dense
+}  // namespace minnow

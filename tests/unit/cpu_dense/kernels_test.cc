@@ -1,0 +1,256 @@
+// The cpu_dense SIMD kernels (packed GEMM, GEMM convolution, direct depthwise) against
+// their references over odd shapes: sizes that are not multiples of the tile or vector
+// width, M/N/K = 1, tiny and large maps, strides 1-3, asymmetric pads, dilation, groups,
+// depthwise multipliers, epilogue bias / beta / clamp.
+// Built for the host and, by scripts/arm64/test_kernels.sh, for aarch64 under qemu.
+#include <doctest/doctest.h>
+
+#include "kernels/conv.h"
+#include "kernels/gemm.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace minnow::cpu_dense::kernels;
+
+namespace {
+
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+const float kInf = std::numeric_limits<float>::infinity();
+
+std::vector<float> randn(std::mt19937& rng, size_t n) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// max |a - b| / (1 + |b|); NaN anywhere fails.
+void expect_close(const std::vector<float>& got, const std::vector<float>& want,
+                  const std::string& what) {
+  REQUIRE(got.size() == want.size());
+  double worst = 0;
+  size_t at = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double e = std::fabs(double(got[i]) - double(want[i])) / (1.0 + std::fabs(want[i]));
+    if (!(e <= worst)) {
+      worst = std::isnan(e) ? 1e30 : e;
+      at = i;
+      if (std::isnan(e)) break;
+    }
+  }
+  INFO(what << ": worst error " << worst << " at " << at << " (got " << got[at] << ", want "
+            << want[at] << ")");
+  CHECK(worst < 1e-4);
+}
+
+}  // namespace
+
+TEST_CASE("SIMD target") {
+  std::printf("cpu_dense kernels: SIMD target %s, GEMM tile %dx%d\n", simd_target_name(),
+              kGemmMR, gemm_nr());
+  CHECK(gemm_nr() >= 2);
+  CHECK(gemm_nr() % 2 == 0);
+}
+
+TEST_CASE("packed-B GEMM matches the reference (odd M/N/K, transposes, epilogue)") {
+  std::mt19937 rng(7);
+  const int64_t sizes[] = {1, 3, 5, 17, 65};
+  int cases = 0;
+  for (int64_t M : sizes)
+    for (int64_t N : {int64_t(1), int64_t(7), int64_t(16), int64_t(33), int64_t(65)})
+      for (int64_t K : sizes)
+        for (int variant = 0; variant < 4; ++variant) {
+          const bool ta = variant & 1, tb = variant & 2;
+          const std::vector<float> a = randn(rng, size_t(M * K)), b = randn(rng, size_t(K * N));
+          const std::vector<float> bias = randn(rng, size_t(N));
+          const int64_t a_rs = ta ? 1 : K, a_cs = ta ? M : 1;
+          const int64_t b_rs = tb ? 1 : N, b_cs = tb ? K : 1;
+          const float beta = (variant == 3) ? 0.5f : 0.0f;
+          const float lo = variant == 1 ? 0.0f : -kInf, hi = variant == 2 ? 0.25f : kInf;
+          const float scale = variant == 2 ? 2.0f : 1.0f;
+          // The reference sees B already scaled.
+          std::vector<float> bs(b);
+          for (float& v : bs) v *= scale;
+          std::vector<float> init = randn(rng, size_t(M * N));
+          std::vector<float> want(init), got(init);
+          if (beta == 0.0f)
+            for (float& v : got) v = kNaN;  // beta 0 must not read C
+          Epilogue e;
+          e.bias = variant == 0 ? nullptr : bias.data();
+          e.bias_per_row = false;
+          e.beta = beta;
+          e.lo = lo;
+          e.hi = hi;
+          gemm_ref(M, N, K, a.data(), a_rs, a_cs, bs.data(), b_rs, b_cs, want.data(), N, e);
+          PackedB p = pack_b(b.data(), K, N, b_rs, b_cs, scale, e.bias);
+          // Two halves of the panels and rows, as two threads would split them.
+          const int64_t qh = p.panels / 2, mh = M / 2;
+          gemm_packed_b(p, a.data(), a_rs, a_cs, got.data(), N, 0, mh, 0, p.panels, beta, lo, hi);
+          gemm_packed_b(p, a.data(), a_rs, a_cs, got.data(), N, mh, M, 0, qh, beta, lo, hi);
+          gemm_packed_b(p, a.data(), a_rs, a_cs, got.data(), N, mh, M, qh, p.panels, beta, lo, hi);
+          expect_close(got, want,
+                       "M" + std::to_string(M) + " N" + std::to_string(N) + " K" +
+                           std::to_string(K) + " variant " + std::to_string(variant));
+          ++cases;
+        }
+  CHECK(cases == 500);
+}
+
+namespace {
+
+struct ConvCase {
+  int64_t N, C, M, group;
+  int64_t in[3], k[3], s[3], d[3], pb[3], pe[3];
+};
+
+ConvShape shape_of(const ConvCase& c) {
+  ConvShape s;
+  s.N = c.N;
+  s.C = c.C;
+  s.M = c.M;
+  s.group = c.group;
+  for (int i = 0; i < 3; ++i) {
+    s.in[i] = c.in[i];
+    s.k[i] = c.k[i];
+    s.s[i] = c.s[i];
+    s.d[i] = c.d[i];
+    s.pb[i] = c.pb[i];
+    s.out[i] = (c.in[i] + c.pb[i] + c.pe[i] - (c.k[i] - 1) * c.d[i] - 1) / c.s[i] + 1;
+  }
+  return s;
+}
+
+std::string describe(const ConvShape& s) {
+  std::string r = "N" + std::to_string(s.N) + " C" + std::to_string(s.C) + " M" +
+                  std::to_string(s.M) + " g" + std::to_string(s.group);
+  for (int i = 0; i < 3; ++i)
+    r += " [in " + std::to_string(s.in[i]) + " k " + std::to_string(s.k[i]) + " s " +
+         std::to_string(s.s[i]) + " d " + std::to_string(s.d[i]) + " pb " +
+         std::to_string(s.pb[i]) + " out " + std::to_string(s.out[i]) + "]";
+  return r;
+}
+
+// Runs one convolution through conv_gemm (all tasks, slots reused as one worker would)
+// or dwconv (when it applies and `depthwise`), and compares with conv_ref.
+void check_conv(std::mt19937& rng, const ConvCase& c, bool depthwise, bool clamp, int threads) {
+  const ConvShape s = shape_of(c);
+  const std::vector<float> x = randn(rng, size_t(s.N * s.C * s.Pin()));
+  const std::vector<float> w = randn(rng, size_t(s.M * s.K()));
+  const std::vector<float> bias = randn(rng, size_t(s.M));
+  const float lo = clamp ? 0.0f : -kInf, hi = clamp ? 6.0f : kInf;
+  std::vector<float> want(size_t(s.N * s.M * s.P())), got(want.size(), kNaN);
+  conv_ref(s, x.data(), w.data(), bias.data(), want.data(), lo, hi);
+  if (depthwise) {
+    REQUIRE(dwconv_applies(s));
+    std::vector<float> slot(size_t(dwconv_slot_floats(s)), kNaN);
+    for (int64_t plane = 0; plane < s.N * s.M; ++plane)
+      dwconv_plane(s, plane, x.data(), w.data(), bias.data(), got.data(), slot.data(), lo, hi);
+  } else {
+    const ConvWeights cw = pack_conv_weights(w.data(), s.M, s.K(), s.group, bias.data());
+    const ConvPlan p = plan_conv(s, threads);
+    std::vector<float> slot(size_t(p.slot_floats), kNaN);
+    for (int64_t t = 0; t < p.tasks; ++t)
+      conv_gemm_task(s, cw, p, t, x.data(), got.data(), slot.data(), lo, hi);
+  }
+  expect_close(got, want, (depthwise ? "dwconv " : "conv_gemm ") + describe(s));
+}
+
+}  // namespace
+
+TEST_CASE("GEMM convolution matches the reference") {
+  std::mt19937 rng(11);
+  const ConvCase cases[] = {
+      // 1x1 stride 1 (X read in place; widths around the NC block and NR tile edges)
+      {1, 24, 144, 1, {1, 7, 9}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      {2, 3, 5, 1, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      {1, 17, 13, 1, {1, 16, 16}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      {1, 300, 7, 1, {1, 5, 13}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      {1, 8, 8, 1, {1, 1, 257}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      // 1x1 with stride or padding (im2col path)
+      {1, 5, 7, 1, {1, 9, 10}, {1, 1, 1}, {1, 2, 2}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      {1, 4, 3, 1, {1, 5, 5}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 1, 0}, {0, 0, 2}},
+      // 3x3, 5x5, 7x7: strides, asymmetric pads, dilation
+      {1, 3, 16, 1, {1, 23, 21}, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+      {2, 5, 7, 1, {1, 11, 13}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 0}, {0, 2, 1}},
+      {1, 7, 9, 1, {1, 12, 12}, {1, 5, 5}, {1, 1, 2}, {1, 1, 1}, {0, 2, 2}, {0, 2, 2}},
+      {1, 4, 6, 1, {1, 15, 14}, {1, 3, 3}, {1, 1, 1}, {1, 2, 3}, {0, 2, 3}, {0, 1, 0}},
+      {1, 3, 8, 1, {1, 30, 30}, {1, 7, 7}, {1, 2, 2}, {1, 1, 1}, {0, 3, 3}, {0, 3, 3}},
+      {1, 65, 17, 1, {1, 6, 6}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+      // K > KC (several K chunks with beta accumulation), wide M (several row chunks)
+      {1, 64, 70, 1, {1, 7, 7}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+      // padding larger than the kernel's reach: whole zero rows / columns
+      {1, 2, 3, 1, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1}, {0, 3, 3}, {0, 3, 3}},
+      // groups (not depthwise)
+      {1, 8, 12, 4, {1, 9, 7}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+      {2, 6, 9, 3, {1, 5, 5}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      // depthwise through the GEMM path too
+      {1, 5, 10, 5, {1, 8, 8}, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1}, {0, 0, 0}},
+      // 1-D and 3-D
+      {1, 3, 4, 1, {1, 1, 29}, {1, 1, 5}, {1, 1, 2}, {1, 1, 2}, {0, 0, 2}, {0, 0, 1}},
+      {1, 2, 3, 1, {5, 6, 7}, {3, 2, 3}, {2, 1, 1}, {1, 2, 1}, {1, 0, 1}, {0, 1, 1}},
+  };
+  for (const ConvCase& c : cases)
+    for (int threads : {1, 2, 8})
+      for (bool clamp : {false, true}) check_conv(rng, c, false, clamp, threads);
+}
+
+TEST_CASE("direct depthwise convolution matches the reference") {
+  std::mt19937 rng(13);
+  int count = 0;
+  for (int64_t k : {1, 3, 5})
+    for (int64_t st : {1, 2, 3})
+      for (int64_t dil : {1, 2})
+        for (int64_t pad : {0, 1, 2})
+          for (int64_t w : {1, 7, 17, 34}) {
+            const int64_t h = 9;
+            if ((k - 1) * dil + 1 > w + 2 * pad || (k - 1) * dil + 1 > h + 2 * pad) continue;
+            const int64_t C = 3, mult = (w == 17) ? 2 : 1;
+            ConvCase c{1, C, C * mult, C, {1, h, w}, {1, k, k}, {1, st, st}, {1, dil, dil},
+                       {0, pad, pad + (w % 2)}, {0, pad, pad}};
+            check_conv(rng, c, true, count % 2 == 0, 1);
+            ++count;
+          }
+  // mobilenet-like planes: 112x112 / 56x56, stride 1 and 2, more than one image
+  const ConvCase big[] = {
+      {1, 4, 4, 4, {1, 112, 112}, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 0, 0}, {0, 1, 1}},
+      {2, 3, 3, 3, {1, 56, 56}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+      {1, 2, 2, 2, {1, 14, 14}, {1, 5, 5}, {1, 2, 2}, {1, 1, 1}, {0, 2, 2}, {0, 2, 2}},
+      {1, 2, 2, 2, {1, 1, 40}, {1, 1, 3}, {1, 1, 1}, {1, 1, 1}, {0, 0, 1}, {0, 0, 1}},
+  };
+  for (const ConvCase& c : big) check_conv(rng, c, true, false, 1);
+  CHECK(count > 100);
+}
+
+TEST_CASE("direct max pooling matches the reference (pads, strides, dilation, ceil, NaN)") {
+  std::mt19937 rng(17);
+  int count = 0;
+  for (int64_t k : {1, 2, 3, 5})
+    for (int64_t st : {1, 2, 3})
+      for (int64_t pad : {0, 1, 2})
+        for (int64_t w : {1, 6, 17, 56})
+          for (int64_t extra : {0, 1}) {  // extra: a ceil_mode-like partial last window
+            if (pad >= k) continue;
+            ConvCase c{2, 3, 3, 3, {1, 7, w}, {1, k, k}, {1, st, st}, {1, 1, (k > 2 ? 2 : 1)},
+                       {0, pad, pad}, {0, pad + extra, pad + extra}};
+            ConvShape s = shape_of(c);
+            if (s.out[1] < 1 || s.out[2] < 1) continue;
+            std::vector<float> x = randn(rng, size_t(s.N * s.C * s.Pin()));
+            if (count % 3 == 0) x[size_t(rng() % x.size())] = kNaN;
+            std::vector<float> want(size_t(s.N * s.C * s.P())), got(want.size(), 1234.0f);
+            maxpool_ref(s, x.data(), want.data());
+            std::vector<float> slot(size_t(dwconv_slot_floats(s)), kNaN);
+            for (int64_t pl = 0; pl < s.N * s.C; ++pl) maxpool_plane(s, pl, x.data(), got.data(), slot.data());
+            bool same = true;
+            for (size_t i = 0; i < got.size(); ++i)
+              same = same && (got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i])));
+            INFO("maxpool " << describe(s));
+            CHECK(same);
+            ++count;
+          }
+  CHECK(count > 100);
+}
