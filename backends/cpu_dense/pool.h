@@ -116,7 +116,8 @@ class PoolKernel final : public OpKernel {
 };
 
 // Validation shared by MaxPool and AveragePool bids; returns the parsed attributes.
-SpatialAttrs check_pool(const Node& node, bool allow_ceil_mode);
+SpatialAttrs check_pool(const Node& node, bool allow_ceil_mode,
+                        std::initializer_list<int32_t> dtypes = {MN_F32});
 
 inline const char* pool_name(PoolKind kind, int nsp) {
   static const char* const names[2][3] = {

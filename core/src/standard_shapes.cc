@@ -707,14 +707,17 @@ void pad(const Node& n, const mn_shape_ctx* ctx) {
   out(ctx, 0, x.dtype(), o);
 }
 
-// Resize-10: (X, scales); Resize-11/13: (X, roi, scales, sizes).
+// Resize-10: (X, scales); Resize-11/13: (X, roi, scales, sizes); Upsample-7: scales
+// attribute; Upsample-9: (X, scales). Output dims floor(in * scale), times the roi's extent
+// under tf_crop_and_resize.
 void resize(const Node& n, const mn_shape_ctx* ctx) {
   TensorRef x = n.input(0);
   if (x.rank() < 0) return unknown_outputs(n, ctx, x.dtype());
   const int64_t r = x.rank();
+  const bool upsample = n.op() == "Upsample";
+  const bool v11 = !upsample && n.op_version() >= 11;
   Dims sizes;
-  const int scales_in = n.op_version() < 11 ? 1 : 2;
-  if (n.op_version() >= 11 && n.has_input(3) && n.input(3).elements() > 0) {
+  if (v11 && n.has_input(3) && n.input(3).elements() > 0) {
     if (!int_values(n, 3, &sizes)) {
       out(ctx, 0, x.dtype(), Dims(static_cast<size_t>(r), -1));
       return;
@@ -725,19 +728,37 @@ void resize(const Node& n, const mn_shape_ctx* ctx) {
     out(ctx, 0, x.dtype(), sizes);
     return;
   }
-  TensorRef sc = n.input(scales_in);
-  if (!sc.present()) n.fail("either scales or sizes must be given");
-  if (sc.dtype() != MN_F32) n.fail("scales must be float32");
-  if (!sc.t->data || !sc.shape_known()) {
-    out(ctx, 0, x.dtype(), Dims(static_cast<size_t>(r), -1));
-    return;
+  std::vector<float> scales;
+  if (upsample && n.op_version() < 9) {
+    scales = n.attr_floats("scales");
+    if (scales.empty()) n.fail("attribute scales is required");
+  } else {
+    TensorRef sc = n.input(v11 ? 2 : 1);
+    if (!sc.present()) n.fail("either scales or sizes must be given");
+    if (sc.dtype() != MN_F32) n.fail("scales must be float32");
+    if (!sc.t->data || !sc.shape_known()) {
+      out(ctx, 0, x.dtype(), Dims(static_cast<size_t>(r), -1));
+      return;
+    }
+    scales.assign(sc.data<float>(), sc.data<float>() + sc.elements());
   }
-  if (sc.elements() != r) n.fail("scales must have one entry per dimension");
+  if (static_cast<int64_t>(scales.size()) != r) n.fail("scales must have one entry per dimension");
+  std::vector<double> extent(static_cast<size_t>(r), 1.0);
+  if (v11 && n.attr_string("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize") {
+    TensorRef roi = n.input(1);
+    if (!roi.present() || !roi.t->data || roi.dtype() != MN_F32) {
+      out(ctx, 0, x.dtype(), Dims(static_cast<size_t>(r), -1));
+      return;
+    }
+    if (roi.elements() != 2 * r) n.fail("roi must have two entries per dimension");
+    for (int64_t i = 0; i < r; ++i) extent[i] = static_cast<double>(roi.data<float>()[r + i]) - roi.data<float>()[i];
+  }
   Dims o = x.shape();
   for (int64_t i = 0; i < r; ++i) {
-    float f = sc.data<float>()[i];
+    float f = scales[i];
     if (!(f > 0)) n.fail("scales must be positive");
-    if (o[i] >= 0) o[i] = static_cast<int64_t>(std::floor(static_cast<double>(o[i]) * static_cast<double>(f)));
+    if (o[i] >= 0)
+      o[i] = static_cast<int64_t>(std::floor(static_cast<double>(o[i]) * static_cast<double>(f) * extent[i]));
   }
   out(ctx, 0, x.dtype(), o);
 }
@@ -984,6 +1005,7 @@ const StdOp kStdOps[] = {
     {"ConstantOfShape", 9, 9, constant_of_shape},
     {"Pad", 2, 18, pad},
     {"Resize", 10, 13, resize},
+    {"Upsample", 7, 9, resize},
     {"ReduceMean", 1, 18, reduce}, {"ReduceMax", 1, 18, reduce}, {"ReduceMin", 1, 18, reduce},
     {"ReduceSum", 1, 13, reduce}, {"ReduceProd", 1, 18, reduce}, {"ReduceL1", 1, 18, reduce},
     {"ReduceL2", 1, 18, reduce}, {"ReduceLogSum", 1, 18, reduce}, {"ReduceLogSumExp", 1, 18, reduce},
