@@ -110,8 +110,6 @@ MINNOW_CPU_DENSE_DECLARE_OP(lrn)
 MINNOW_CPU_DENSE_DECLARE_OP(conv_transpose)
 MINNOW_CPU_DENSE_DECLARE_OP(resize)
 MINNOW_CPU_DENSE_DECLARE_OP(upsample)
-// Not in the table: Clip dispatches integer inputs here.
-MINNOW_CPU_DENSE_DECLARE_OP(clip_int)
 
 #undef MINNOW_CPU_DENSE_DECLARE_OP
 
