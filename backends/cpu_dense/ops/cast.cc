@@ -9,6 +9,7 @@
 #include <limits>
 #include <minnow/float_rounding.h>
 
+#include "../dtype_dispatch.h"
 #include "../ops.h"
 
 namespace minnow {
@@ -40,26 +41,6 @@ void cast_loop(const RunContext& ctx, const void* src, void* dst, int64_t n) {
     for (size_t i = b; i < e; ++i) y[i] = convert<To>(x[i]);
   };
   ctx.parallel_for(static_cast<size_t>(n), kElementwiseGrain, std::move(body));
-}
-
-// Calls fn(T{}) with the C type of `dt`; false for an unhandled dtype. bool is stored as
-// one byte 0/1, which C++ bool matches on every platform we build for.
-template <class Fn>
-bool with_type(int32_t dt, Fn&& fn) {
-  switch (dt) {
-    case MN_F32: fn(float()); return true;
-    case MN_F64: fn(double()); return true;
-    case MN_I8: fn(int8_t()); return true;
-    case MN_U8: fn(uint8_t()); return true;
-    case MN_I16: fn(int16_t()); return true;
-    case MN_U16: fn(uint16_t()); return true;
-    case MN_I32: fn(int32_t()); return true;
-    case MN_U32: fn(uint32_t()); return true;
-    case MN_I64: fn(int64_t()); return true;
-    case MN_U64: fn(uint64_t()); return true;
-    case MN_BOOL: fn(bool()); return true;
-    default: return false;
-  }
 }
 
 enum class RoundTo { kNone, kFloat16, kBFloat16 };
@@ -94,8 +75,8 @@ class CastKernel final : public OpKernel {
       return;
     }
     bool ok = false;
-    with_type(in[0].dtype, [&](auto from) {
-      ok = with_type(to_, [&](auto to) {
+    with_numeric_type(in[0].dtype, [&](auto from) {
+      ok = with_numeric_type(to_, [&](auto to) {
         cast_loop<decltype(to), decltype(from)>(ctx, in[0].data, out[0].data, n);
       });
     });
@@ -119,7 +100,7 @@ RoundTo round_to(const Node& node) {
 }
 
 bool castable(int32_t dt) {
-  return with_type(dt, [](auto) {});
+  return with_numeric_type(dt, [](auto) {});
 }
 
 }  // namespace
