@@ -35,27 +35,13 @@ class MaxPoolIndexKernel final : public OpKernel {
         column_major_(column_major) {}
 
   double flops(const mn_tensor*, int, const mn_tensor* out, int) const override {
-    double taps = 1;
-    for (int i = 0; i < attrs_.nsp; ++i) taps *= static_cast<double>(attrs_.kernel[i]);
-    return static_cast<double>(numel(out[0])) * taps;
+    return pool_flops(attrs_, out[0]);
   }
 
   void run(const RunContext& ctx, const mn_tensor* in, int num_inputs, mn_tensor* out,
            int num_outputs) const override {
-    if (num_inputs < 1) fail("input missing at run time");
-    check_dtype(in[0], dtype_, "X");
-    const int nsp = attrs_.nsp;
-    if (in[0].rank != nsp + 2)
-      fail("X " + shape_str(in[0]) + " must have rank " + std::to_string(nsp + 2) + " for a " +
-           std::to_string(nsp) + "-D kernel_shape");
-    if (num_outputs < 1 || out[0].rank != nsp + 2)
-      fail("output must have rank " + std::to_string(nsp + 2));
     Axis ax[kMaxSpatial];
-    std::string err = resolve_geometry(attrs_, in[0].dims + 2, out[0].dims + 2, ax);
-    if (!err.empty()) fail(err);
-    Dims od = Dims::of(in[0]);
-    for (int i = 0; i < nsp; ++i) od[2 + i] = out[0].dims[2 + i];
-    check_output(out, num_outputs, 0, dtype_, od);
+    const Dims od = pool_geometry(*this, attrs_, dtype_, in, num_inputs, out, num_outputs, ax);
     int64_t* idx = nullptr;
     if (num_outputs > 1 && present(out[1])) {
       check_output(out, num_outputs, 1, MN_I64, od);
