@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "broadcast.h"
+#include "dtype_dispatch.h"
 #include "unary.h"
 
 namespace minnow {
@@ -237,21 +238,6 @@ std::unique_ptr<Kernel> make_variadic(const Node& node, const char* f32_name, co
   if (node.input(0).dtype() == MN_I64)
     return std::make_unique<VariadicKernel<int64_t, Op>>(node, i64_name, op);
   return std::make_unique<VariadicKernel<float, Op>>(node, f32_name, op);
-}
-
-// Calls fn(T{}) with the C type of integer dtype `dt` (not int64); false if not one.
-template <class Fn>
-bool with_other_int(int32_t dt, Fn&& fn) {
-  switch (dt) {
-    case MN_I8: fn(int8_t()); return true;
-    case MN_U8: fn(uint8_t()); return true;
-    case MN_I16: fn(int16_t()); return true;
-    case MN_U16: fn(uint16_t()); return true;
-    case MN_I32: fn(int32_t()); return true;
-    case MN_U32: fn(uint32_t()); return true;
-    case MN_U64: fn(uint64_t()); return true;
-    default: return false;
-  }
 }
 
 // A binary kernel over one of kOtherIntDtypes (null if the input has another type); the

@@ -24,5 +24,17 @@ double copy_bid(const Node& node, int min_inputs, int max_inputs) {
   return numel_estimate(*node.input(0).t) * plugin::dtype_size(dt) / 8.0;
 }
 
+double copy_bid_int64_arg(const Node& node, int min_inputs, int max_inputs) {
+  const double f = copy_bid(node, min_inputs, max_inputs);
+  if (node.has_input(1)) require_input_dtype(node, 1, {MN_I64});
+  return f;
+}
+
+std::unique_ptr<Kernel> copy_kernel(const Node& node, double (*bid)(const Node&),
+                                    const char* kernel_name, bool same_shape) {
+  bid(node);
+  return std::make_unique<CopyKernel>(node, kernel_name, same_shape);
+}
+
 }  // namespace cpu_dense
 }  // namespace minnow

@@ -13,7 +13,10 @@ void parallel_copy(const RunContext& ctx, void* dst, const void* src, size_t byt
 
 class CopyKernel : public OpKernel {
  public:
-  CopyKernel(const Node& node, const char* kernel_name) : OpKernel(node, kernel_name) {}
+  // `same_shape`: the output must have the input's shape exactly (Identity); otherwise
+  // only the element count is checked, unless a subclass gives the shape.
+  CopyKernel(const Node& node, const char* kernel_name, bool same_shape = false)
+      : OpKernel(node, kernel_name), same_shape_(same_shape) {}
 
   int inplace_input() const override { return 0; }
 
@@ -43,13 +46,26 @@ class CopyKernel : public OpKernel {
  protected:
   // Ops whose output shape follows from the input alone say so (checked exactly);
   // otherwise only the element count is checked.
-  virtual bool expected_output(const mn_tensor&, Dims*) const { return false; }
+  virtual bool expected_output(const mn_tensor& in, Dims* out) const {
+    if (same_shape_) *out = Dims::of(in);
+    return same_shape_;
+  }
   // Extra outputs (Dropout's mask).
   virtual void finish(const mn_tensor*, int, mn_tensor*, int) const {}
+
+ private:
+  bool same_shape_;
 };
 
 // Bid checks shared by the copy ops: input 0 present with a fixed-size element type.
 double copy_bid(const Node& node, int min_inputs, int max_inputs);
+// The same, for Reshape / Squeeze / Unsqueeze: input 1, when present, is the int64 shape
+// or axes tensor (already used by shape inference; the kernel only copies).
+double copy_bid_int64_arg(const Node& node, int min_inputs, int max_inputs);
+
+// make() of the plain copy ops: validates with `bid`, then the copy kernel.
+std::unique_ptr<Kernel> copy_kernel(const Node& node, double (*bid)(const Node&),
+                                    const char* kernel_name, bool same_shape = false);
 
 }  // namespace cpu_dense
 }  // namespace minnow

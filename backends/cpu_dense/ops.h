@@ -107,8 +107,9 @@ MINNOW_CPU_DENSE_DECLARE_OP(depth_to_space)
 MINNOW_CPU_DENSE_DECLARE_OP(space_to_depth)
 MINNOW_CPU_DENSE_DECLARE_OP(instance_norm)
 MINNOW_CPU_DENSE_DECLARE_OP(lrn)
-// Not in the table: Clip dispatches integer inputs here.
-MINNOW_CPU_DENSE_DECLARE_OP(clip_int)
+MINNOW_CPU_DENSE_DECLARE_OP(conv_transpose)
+MINNOW_CPU_DENSE_DECLARE_OP(resize)
+MINNOW_CPU_DENSE_DECLARE_OP(upsample)
 
 #undef MINNOW_CPU_DENSE_DECLARE_OP
 

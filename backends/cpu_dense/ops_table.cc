@@ -78,6 +78,9 @@ constexpr OpEntry kOps[] = {
     {"SpaceToDepth", 1, kMaxOpset, space_to_depth_bid, space_to_depth_make},
     {"InstanceNormalization", 1, kMaxOpset, instance_norm_bid, instance_norm_make},
     {"LRN", 1, kMaxOpset, lrn_bid, lrn_make},
+    {"ConvTranspose", 1, kMaxOpset, conv_transpose_bid, conv_transpose_make},
+    {"Resize", 10, kMaxOpset, resize_bid, resize_make},
+    {"Upsample", 7, kMaxOpset, upsample_bid, upsample_make},
 };
 
 }  // namespace

@@ -3,9 +3,10 @@
 namespace minnow {
 namespace cpu_dense {
 
-SpatialAttrs check_pool(const Node& node, bool allow_ceil_mode) {
+SpatialAttrs check_pool(const Node& node, bool allow_ceil_mode,
+                        std::initializer_list<int32_t> dtypes) {
   require_inputs(node, 1, 1);
-  require_input_dtype(node, 0, {MN_F32});
+  require_input_dtype(node, 0, dtypes);
   const std::vector<int64_t> ks = node.attr_ints("kernel_shape");
   if (ks.empty()) node.fail("attribute kernel_shape is required");
   const int nsp = static_cast<int>(ks.size());

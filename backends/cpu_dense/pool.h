@@ -14,6 +14,35 @@ namespace cpu_dense {
 
 enum class PoolKind { kMax, kAverage };
 
+// Work of a pool: one step per window tap and output element.
+inline double pool_flops(const SpatialAttrs& a, const mn_tensor& out) {
+  double taps = 1;
+  for (int i = 0; i < a.nsp; ++i) taps *= static_cast<double>(a.kernel[i]);
+  return static_cast<double>(numel(out)) * taps;
+}
+
+// Run-time checks every pool kernel makes: X present with `dtype` and rank 2 + nsp, the
+// output's spatial dims those the attributes give for X, output 0 of `dtype`. Fills the
+// resolved axes and returns the output dims.
+inline Dims pool_geometry(const OpKernel& k, const SpatialAttrs& a, int32_t dtype,
+                          const mn_tensor* in, int num_inputs, const mn_tensor* out,
+                          int num_outputs, Axis ax[kMaxSpatial]) {
+  if (num_inputs < 1) k.fail("input missing at run time");
+  k.check_dtype(in[0], dtype, "X");
+  const int nsp = a.nsp;
+  if (in[0].rank != nsp + 2)
+    k.fail("X " + shape_str(in[0]) + " must have rank " + std::to_string(nsp + 2) + " for a " +
+           std::to_string(nsp) + "-D kernel_shape");
+  if (num_outputs < 1 || out[0].rank != nsp + 2)
+    k.fail("output must have rank " + std::to_string(nsp + 2));
+  std::string err = resolve_geometry(a, in[0].dims + 2, out[0].dims + 2, ax);
+  if (!err.empty()) k.fail(err);
+  Dims od = Dims::of(in[0]);
+  for (int i = 0; i < nsp; ++i) od[2 + i] = out[0].dims[2 + i];
+  k.check_output(out, num_outputs, 0, dtype, od);
+  return od;
+}
+
 class PoolKernel final : public OpKernel {
  public:
   PoolKernel(const Node& node, const char* kernel_name, const SpatialAttrs& attrs, PoolKind kind,
@@ -24,9 +53,7 @@ class PoolKernel final : public OpKernel {
         count_include_pad_(count_include_pad) {}
 
   double flops(const mn_tensor*, int, const mn_tensor* out, int) const override {
-    double taps = 1;
-    for (int i = 0; i < attrs_.nsp; ++i) taps *= static_cast<double>(attrs_.kernel[i]);
-    return static_cast<double>(numel(out[0])) * taps;
+    return pool_flops(attrs_, out[0]);
   }
 
   // MaxPool over 1-D / 2-D windows runs the SIMD plane kernel (pool_simd.h).
@@ -44,20 +71,8 @@ class PoolKernel final : public OpKernel {
 
   void run(const RunContext& ctx, const mn_tensor* in, int num_inputs, mn_tensor* out,
            int num_outputs) const override {
-    if (num_inputs < 1) fail("input missing at run time");
-    check_dtype(in[0], MN_F32, "X");
-    const int nsp = attrs_.nsp;
-    if (in[0].rank != nsp + 2)
-      fail("X " + shape_str(in[0]) + " must have rank " + std::to_string(nsp + 2) + " for a " +
-           std::to_string(nsp) + "-D kernel_shape");
-    if (num_outputs < 1 || out[0].rank != nsp + 2)
-      fail("output must have rank " + std::to_string(nsp + 2));
     Axis ax[kMaxSpatial];
-    std::string err = resolve_geometry(attrs_, in[0].dims + 2, out[0].dims + 2, ax);
-    if (!err.empty()) fail(err);
-    Dims od = Dims::of(in[0]);
-    for (int i = 0; i < nsp; ++i) od[2 + i] = out[0].dims[2 + i];
-    check_output(out, num_outputs, 0, MN_F32, od);
+    const Dims od = pool_geometry(*this, attrs_, MN_F32, in, num_inputs, out, num_outputs, ax);
 
     const float* x = static_cast<const float*>(in[0].data);
     float* y = static_cast<float*>(out[0].data);
@@ -135,7 +150,8 @@ class PoolKernel final : public OpKernel {
 };
 
 // Validation shared by MaxPool and AveragePool bids; returns the parsed attributes.
-SpatialAttrs check_pool(const Node& node, bool allow_ceil_mode);
+SpatialAttrs check_pool(const Node& node, bool allow_ceil_mode,
+                        std::initializer_list<int32_t> dtypes = {MN_F32});
 
 inline const char* pool_name(PoolKind kind, int nsp) {
   static const char* const names[2][3] = {

@@ -11,44 +11,23 @@ namespace cpu_dense {
 
 template <class T>
 struct DtypeOf;
-template <>
-struct DtypeOf<float> {
-  static constexpr int32_t value = MN_F32;
-};
-template <>
-struct DtypeOf<int64_t> {
-  static constexpr int32_t value = MN_I64;
-};
-template <>
-struct DtypeOf<uint8_t> {
-  static constexpr int32_t value = MN_BOOL;
-};  // ONNX bool: 1 byte
-// The other integer types (kernels over uint8 data pass MN_U8 explicitly, since uint8_t
-// stands for bool above).
-template <>
-struct DtypeOf<int8_t> {
-  static constexpr int32_t value = MN_I8;
-};
-template <>
-struct DtypeOf<int16_t> {
-  static constexpr int32_t value = MN_I16;
-};
-template <>
-struct DtypeOf<uint16_t> {
-  static constexpr int32_t value = MN_U16;
-};
-template <>
-struct DtypeOf<int32_t> {
-  static constexpr int32_t value = MN_I32;
-};
-template <>
-struct DtypeOf<uint32_t> {
-  static constexpr int32_t value = MN_U32;
-};
-template <>
-struct DtypeOf<uint64_t> {
-  static constexpr int32_t value = MN_U64;
-};
+#define MINNOW_CPU_DENSE_DTYPE_OF(T, DT) \
+  template <>                            \
+  struct DtypeOf<T> {                    \
+    static constexpr int32_t value = DT; \
+  };
+MINNOW_CPU_DENSE_DTYPE_OF(float, MN_F32)
+MINNOW_CPU_DENSE_DTYPE_OF(int64_t, MN_I64)
+// ONNX bool is one byte: uint8_t stands for it (kernels over uint8 data pass MN_U8
+// explicitly).
+MINNOW_CPU_DENSE_DTYPE_OF(uint8_t, MN_BOOL)
+MINNOW_CPU_DENSE_DTYPE_OF(int8_t, MN_I8)
+MINNOW_CPU_DENSE_DTYPE_OF(int16_t, MN_I16)
+MINNOW_CPU_DENSE_DTYPE_OF(uint16_t, MN_U16)
+MINNOW_CPU_DENSE_DTYPE_OF(int32_t, MN_I32)
+MINNOW_CPU_DENSE_DTYPE_OF(uint32_t, MN_U32)
+MINNOW_CPU_DENSE_DTYPE_OF(uint64_t, MN_U64)
+#undef MINNOW_CPU_DENSE_DTYPE_OF
 
 template <class T, class F>
 class UnaryKernel final : public OpKernel {
@@ -94,6 +73,15 @@ template <class T, class F>
 std::unique_ptr<Kernel> make_unary(const Node& node, const char* kernel_name, F f) {
   return std::make_unique<UnaryKernel<T, F>>(node, kernel_name, f);
 }
+
+// A float32 element-wise op whose definition is one expression of `x`: defines
+// <op>_bid and <op>_make (ops.h) with the functor inlined into UnaryKernel.
+#define MINNOW_CPU_DENSE_F32_UNARY(op, kernel_name, expr)                              \
+  double op##_bid(const Node& node) { return unary_bid(node, {MN_F32}); }              \
+  std::unique_ptr<Kernel> op##_make(const Node& node) {                                \
+    op##_bid(node);                                                                    \
+    return make_unary<float>(node, kernel_name, [](float x) -> float { return expr; }); \
+  }
 
 }  // namespace cpu_dense
 }  // namespace minnow

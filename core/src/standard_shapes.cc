@@ -12,6 +12,7 @@
 #include <cstring>
 #include <cmath>
 #include <functional>
+#include <initializer_list>
 #include <numeric>
 
 namespace minnow {
@@ -708,14 +709,17 @@ void pad(const Node& n, const mn_shape_ctx* ctx) {
   out(ctx, 0, x.dtype(), o);
 }
 
-// Resize-10: (X, scales); Resize-11/13: (X, roi, scales, sizes).
+// Resize-10: (X, scales); Resize-11/13: (X, roi, scales, sizes); Upsample-7: scales
+// attribute; Upsample-9: (X, scales). Output dims floor(in * scale), times the roi's extent
+// under tf_crop_and_resize.
 void resize(const Node& n, const mn_shape_ctx* ctx) {
   TensorRef x = n.input(0);
   if (x.rank() < 0) return unknown_outputs(n, ctx, x.dtype());
   const int64_t r = x.rank();
+  const bool upsample = n.op() == "Upsample";
+  const bool v11 = !upsample && n.op_version() >= 11;
   Dims sizes;
-  const int scales_in = n.op_version() < 11 ? 1 : 2;
-  if (n.op_version() >= 11 && n.has_input(3) && n.input(3).elements() > 0) {
+  if (v11 && n.has_input(3) && n.input(3).elements() > 0) {
     if (!int_values(n, 3, &sizes)) {
       out(ctx, 0, x.dtype(), Dims(static_cast<size_t>(r), -1));
       return;
@@ -726,19 +730,37 @@ void resize(const Node& n, const mn_shape_ctx* ctx) {
     out(ctx, 0, x.dtype(), sizes);
     return;
   }
-  TensorRef sc = n.input(scales_in);
-  if (!sc.present()) n.fail("either scales or sizes must be given");
-  if (sc.dtype() != MN_F32) n.fail("scales must be float32");
-  if (!sc.t->data || !sc.shape_known()) {
-    out(ctx, 0, x.dtype(), Dims(static_cast<size_t>(r), -1));
-    return;
+  std::vector<float> scales;
+  if (upsample && n.op_version() < 9) {
+    scales = n.attr_floats("scales");
+    if (scales.empty()) n.fail("attribute scales is required");
+  } else {
+    TensorRef sc = n.input(v11 ? 2 : 1);
+    if (!sc.present()) n.fail("either scales or sizes must be given");
+    if (sc.dtype() != MN_F32) n.fail("scales must be float32");
+    if (!sc.t->data || !sc.shape_known()) {
+      out(ctx, 0, x.dtype(), Dims(static_cast<size_t>(r), -1));
+      return;
+    }
+    scales.assign(sc.data<float>(), sc.data<float>() + sc.elements());
   }
-  if (sc.elements() != r) n.fail("scales must have one entry per dimension");
+  if (static_cast<int64_t>(scales.size()) != r) n.fail("scales must have one entry per dimension");
+  std::vector<double> extent(static_cast<size_t>(r), 1.0);
+  if (v11 && n.attr_string("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize") {
+    TensorRef roi = n.input(1);
+    if (!roi.present() || !roi.t->data || roi.dtype() != MN_F32) {
+      out(ctx, 0, x.dtype(), Dims(static_cast<size_t>(r), -1));
+      return;
+    }
+    if (roi.elements() != 2 * r) n.fail("roi must have two entries per dimension");
+    for (int64_t i = 0; i < r; ++i) extent[i] = static_cast<double>(roi.data<float>()[r + i]) - roi.data<float>()[i];
+  }
   Dims o = x.shape();
   for (int64_t i = 0; i < r; ++i) {
-    float f = sc.data<float>()[i];
+    float f = scales[i];
     if (!(f > 0)) n.fail("scales must be positive");
-    if (o[i] >= 0) o[i] = static_cast<int64_t>(std::floor(static_cast<double>(o[i]) * static_cast<double>(f)));
+    if (o[i] >= 0)
+      o[i] = static_cast<int64_t>(std::floor(static_cast<double>(o[i]) * static_cast<double>(f) * extent[i]));
   }
   out(ctx, 0, x.dtype(), o);
 }
@@ -927,12 +949,6 @@ void bool_unary(const Node& n, const mn_shape_ctx* ctx) {
 // ---- registration ------------------------------------------------------------------
 using ShapeFn = void (*)(const Node&, const mn_shape_ctx*);
 
-struct StdOp {
-  const char* name;
-  int since, max;
-  ShapeFn fn;
-};
-
 void unary(const Node& n, const mn_shape_ctx* c) { same_as_input0(n, c); }
 void binary(const Node& n, const mn_shape_ctx* c) { elementwise_broadcast(n, c, 0); }
 void compare(const Node& n, const mn_shape_ctx* c) { elementwise_broadcast(n, c, MN_BOOL); }
@@ -945,72 +961,68 @@ void where(const Node& n, const mn_shape_ctx* c) {
   out(c, 0, n.input(1).dtype(), broadcast(n, ins));
 }
 
-const StdOp kStdOps[] = {
-    {"Gemm", 1, 13, gemm},
-    {"MatMul", 1, 13, matmul},
-    {"Conv", 1, 11, conv},
-    {"MaxPool", 1, 12, pool},
-    {"AveragePool", 1, 19, pool},
-    {"GlobalAveragePool", 1, 1, global_pool},
-    {"GlobalMaxPool", 1, 1, global_pool},
-    {"Reshape", 1, 19, reshape},
-    {"Flatten", 1, 13, flatten},
-    {"Softmax", 1, 13, softmax},
-    {"LogSoftmax", 1, 13, softmax},
-    {"Concat", 1, 13, concat},
-    {"Transpose", 1, 13, transpose},
-    {"Squeeze", 1, 13, squeeze},
-    {"Unsqueeze", 1, 13, unsqueeze},
-    {"Shape", 1, 19, shape_op},
-    {"Constant", 1, 19, constant_op},
-    {"BatchNormalization", 1, 15, batchnorm},
-    {"Add", 1, 14, binary}, {"Sub", 1, 14, binary}, {"Mul", 1, 14, binary},
-    {"Div", 1, 14, binary}, {"Pow", 1, 15, binary}, {"Max", 1, 13, binary},
-    {"Min", 1, 13, binary}, {"Sum", 1, 13, binary}, {"PRelu", 1, 16, binary},
-    {"Equal", 1, 19, compare}, {"Less", 1, 13, compare}, {"Greater", 1, 13, compare},
-    {"Where", 9, 16, where},
-    {"Relu", 1, 14, unary}, {"Sigmoid", 1, 13, unary}, {"Tanh", 1, 13, unary},
-    {"Exp", 1, 13, unary}, {"Log", 1, 13, unary}, {"Sqrt", 1, 13, unary},
-    {"Neg", 1, 13, unary}, {"Abs", 1, 13, unary}, {"Clip", 1, 13, unary},
-    {"LeakyRelu", 1, 16, unary}, {"Elu", 1, 6, unary}, {"Softplus", 1, 1, unary},
-    {"HardSigmoid", 1, 6, unary}, {"HardSwish", 14, 14, unary}, {"Identity", 1, 19, unary},
-    {"Dropout", 1, 13, unary}, {"Not", 1, 1, unary},
-    // Issue 3: the rest of the ONNX op list. Ranges are ONNX op versions (the frontend
-    // resolves a model's opset to each op's version).
-    {"ConvTranspose", 1, 11, conv_transpose},
-    {"Split", 2, 18, split},
-    {"Slice", 1, 13, slice},
-    {"Gather", 1, 13, gather},
-    {"Expand", 8, 13, expand},
-    {"ConstantOfShape", 9, 9, constant_of_shape},
-    {"Pad", 2, 18, pad},
-    {"Resize", 10, 13, resize},
-    {"ReduceMean", 1, 18, reduce}, {"ReduceMax", 1, 18, reduce}, {"ReduceMin", 1, 18, reduce},
-    {"ReduceSum", 1, 13, reduce}, {"ReduceProd", 1, 18, reduce}, {"ReduceL1", 1, 18, reduce},
-    {"ReduceL2", 1, 18, reduce}, {"ReduceLogSum", 1, 18, reduce}, {"ReduceLogSumExp", 1, 18, reduce},
-    {"ReduceSumSquare", 1, 18, reduce},
-    {"ArgMax", 1, 13, arg_reduce}, {"ArgMin", 1, 13, arg_reduce},
-    {"Cast", 1, 13, cast},
-    {"Tile", 6, 13, tile},
-    {"TopK", 1, 11, topk},
-    {"DepthToSpace", 1, 13, depth_to_space},
-    {"SpaceToDepth", 1, 13, space_to_depth},
-    {"InstanceNormalization", 1, 6, instance_norm},
-    {"LRN", 1, 13, unary},
-    {"Range", 11, 11, range_op},
-    {"Size", 1, 13, size_op},
-    {"LayerNormalization", 17, 17, layer_norm},
-    {"LessOrEqual", 12, 16, compare}, {"GreaterOrEqual", 12, 16, compare},
-    {"And", 1, 7, compare}, {"Or", 1, 7, compare}, {"Xor", 1, 7, compare},
-    {"Mean", 1, 13, binary},
-    {"IsNaN", 9, 13, bool_unary}, {"IsInf", 10, 10, bool_unary},
-    {"Reciprocal", 1, 13, unary}, {"Floor", 1, 13, unary}, {"Ceil", 1, 13, unary},
-    {"Round", 11, 11, unary}, {"Sign", 9, 13, unary}, {"Erf", 9, 13, unary},
-    {"Sin", 7, 7, unary}, {"Cos", 7, 7, unary}, {"Tan", 7, 7, unary}, {"Asin", 7, 7, unary},
-    {"Acos", 7, 7, unary}, {"Atan", 7, 7, unary}, {"Sinh", 9, 9, unary}, {"Cosh", 9, 9, unary},
-    {"Asinh", 9, 9, unary}, {"Acosh", 9, 9, unary}, {"Atanh", 9, 9, unary},
-    {"Selu", 1, 6, unary}, {"Softsign", 1, 1, unary}, {"ThresholdedRelu", 10, 10, unary},
-    {"Celu", 12, 12, unary},
+// Ops sharing one shape function and one first version (ONNX op versions: the frontend
+// resolves a model's opset to each op's version). Every op is served up to
+// kNewestValidatedOpset.
+struct StdOpGroup {
+  ShapeFn fn;
+  int since;
+  std::initializer_list<const char*> names;
+};
+
+const StdOpGroup kStdOps[] = {
+    {gemm, 1, {"Gemm"}},
+    {matmul, 1, {"MatMul"}},
+    {conv, 1, {"Conv"}},
+    {pool, 1, {"MaxPool", "AveragePool"}},
+    {global_pool, 1, {"GlobalAveragePool", "GlobalMaxPool"}},
+    {reshape, 1, {"Reshape"}},
+    {flatten, 1, {"Flatten"}},
+    {softmax, 1, {"Softmax", "LogSoftmax"}},
+    {concat, 1, {"Concat"}},
+    {transpose, 1, {"Transpose"}},
+    {squeeze, 1, {"Squeeze"}},
+    {unsqueeze, 1, {"Unsqueeze"}},
+    {shape_op, 1, {"Shape"}},
+    {constant_op, 1, {"Constant"}},
+    {batchnorm, 1, {"BatchNormalization"}},
+    {binary, 1, {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "PRelu", "Mean"}},
+    {compare, 1, {"Equal", "Less", "Greater", "And", "Or", "Xor"}},
+    {compare, 12, {"LessOrEqual", "GreaterOrEqual"}},
+    {where, 9, {"Where"}},
+    {unary, 1, {"Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Neg", "Abs", "Clip", "LeakyRelu",
+                "Elu", "Softplus", "HardSigmoid", "Identity", "Dropout", "Not", "LRN", "Reciprocal",
+                "Floor", "Ceil", "Selu", "Softsign"}},
+    {unary, 7, {"Sin", "Cos", "Tan", "Asin", "Acos", "Atan"}},
+    {unary, 9, {"Sign", "Erf", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh"}},
+    {unary, 10, {"ThresholdedRelu"}},
+    {unary, 11, {"Round"}},
+    {unary, 12, {"Celu"}},
+    {unary, 14, {"HardSwish"}},
+    {bool_unary, 9, {"IsNaN"}},
+    {bool_unary, 10, {"IsInf"}},
+    // Issue 3: the rest of the ONNX op list.
+    {conv_transpose, 1, {"ConvTranspose"}},
+    {split, 2, {"Split"}},
+    {slice, 1, {"Slice"}},
+    {gather, 1, {"Gather"}},
+    {expand, 8, {"Expand"}},
+    {constant_of_shape, 9, {"ConstantOfShape"}},
+    {pad, 2, {"Pad"}},
+    {resize, 10, {"Resize"}},
+    {resize, 7, {"Upsample"}},
+    {reduce, 1, {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceSum", "ReduceProd", "ReduceL1",
+                 "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}},
+    {arg_reduce, 1, {"ArgMax", "ArgMin"}},
+    {cast, 1, {"Cast"}},
+    {tile, 6, {"Tile"}},
+    {topk, 1, {"TopK"}},
+    {depth_to_space, 1, {"DepthToSpace"}},
+    {space_to_depth, 1, {"SpaceToDepth"}},
+    {instance_norm, 1, {"InstanceNormalization"}},
+    {range_op, 11, {"Range"}},
+    {size_op, 1, {"Size"}},
+    {layer_norm, 17, {"LayerNormalization"}},
 };
 
 }  // namespace
@@ -1034,27 +1046,28 @@ const struct {
 };
 
 void register_standard_ops(Registry& registry) {
-  for (const StdOp& op : kStdOps) {
-    mn_op_def d{};
-    d.struct_size = sizeof(mn_op_def);
-    d.domain = "";
-    d.name = op.name;
-    d.since_version = op.since;
-    // A node's op_version is the model's opset for the op's domain (as ONNX opset_import):
-    // a definition introduced at `since` serves every later opset up to the newest one we
-    // validated, unless a newer definition of the op replaced it.
-    d.max_version = std::max(op.max, kNewestValidatedOpset);
-    d.user = reinterpret_cast<void*>(op.fn);
-    for (const auto& v : kValueInputs)
-      if (std::strcmp(v.name, op.name) == 0) d.value_inputs = v.inputs;
-    d.infer_shapes = [](void* user, const mn_node* node, const mn_shape_ctx* ctx, mn_error* err) {
-      return plugin::guarded(err, [&] {
-        reinterpret_cast<ShapeFn>(user)(Node(node), ctx);
-        return MN_OK;
-      });
-    };
-    registry.add_builtin_op(d);
-  }
+  for (const StdOpGroup& group : kStdOps)
+    for (const char* name : group.names) {
+      mn_op_def d{};
+      d.struct_size = sizeof(mn_op_def);
+      d.domain = "";
+      d.name = name;
+      d.since_version = group.since;
+      // A node's op_version is the model's opset for the op's domain (as ONNX opset_import):
+      // a definition introduced at `since` serves every later opset up to the newest one we
+      // validated.
+      d.max_version = kNewestValidatedOpset;
+      d.user = reinterpret_cast<void*>(group.fn);
+      for (const auto& v : kValueInputs)
+        if (std::strcmp(v.name, name) == 0) d.value_inputs = v.inputs;
+      d.infer_shapes = [](void* user, const mn_node* node, const mn_shape_ctx* ctx, mn_error* err) {
+        return plugin::guarded(err, [&] {
+          reinterpret_cast<ShapeFn>(user)(Node(node), ctx);
+          return MN_OK;
+        });
+      };
+      registry.add_builtin_op(d);
+    }
 }
 
 }  // namespace minnow

@@ -11,6 +11,7 @@
 
 #include "onnx_tensor.h"
 
+#include <minnow/float_rounding.h>
 #include <minnow/model.h>
 
 #include <algorithm>
@@ -351,9 +352,18 @@ Tensor eval_cast(const Ctx& c) {
   if (!engine_dtype(static_cast<int>(c.attr_i("to", 0)), &to)) throw FoldError("unsupported cast target");
   Tensor o(to, x.shape());
   const bool float_path = is_float(x.dtype()) || is_float(to);
+  // A Cast to float16 / bfloat16 became float32 with round_to set (onnx_import.cc).
+  const ir::Attribute* rt = c.attr("round_to");
+  const std::string round_to = rt && rt->type == ir::AttrType::kString ? rt->s : "";
   for (int64_t e = 0; e < x.elements(); ++e) {
-    if (float_path) set_f(o, e, get_f(x, e));
-    else set_i(o, e, get_i(x, e));
+    if (!float_path) {
+      set_i(o, e, get_i(x, e));
+      continue;
+    }
+    double v = get_f(x, e);
+    if (round_to == "float16") v = round_to_float16(static_cast<float>(v));
+    else if (round_to == "bfloat16") v = round_to_bfloat16(static_cast<float>(v));
+    set_f(o, e, v);
   }
   return o;
 }

@@ -271,11 +271,16 @@ Result<ir::ModelIR> convert_model(const onnx::ModelProto& m, const std::string& 
       attrs.push_back(std::move(at.value()));
     }
     if (n.op_type() == "Cast") {
-      // float16 / bfloat16 / double are float32 in the engine.
+      // float16 / bfloat16 / double are float32 in the engine. A Cast to float16 or
+      // bfloat16 still rounds to the values that type holds: round_to tells the kernel
+      // (and constant folding) to do so.
       int64_t to = attr_int(n, "to", 0);
-      if (to == onnx::TensorProto::FLOAT16 || to == onnx::TensorProto::BFLOAT16 || to == onnx::TensorProto::DOUBLE)
+      if (to == onnx::TensorProto::FLOAT16 || to == onnx::TensorProto::BFLOAT16 || to == onnx::TensorProto::DOUBLE) {
         for (auto& a : attrs)
           if (a.name == "to") a.i = onnx::TensorProto::FLOAT;
+        if (to != onnx::TensorProto::DOUBLE)
+          attrs.push_back(Attr::String("round_to", to == onnx::TensorProto::FLOAT16 ? "float16" : "bfloat16"));
+      }
     }
     std::vector<std::string> ins(n.input().begin(), n.input().end());
     std::vector<std::string> outs(n.output().begin(), n.output().end());

@@ -25,7 +25,7 @@ const std::vector<std::string> kOps = [] {
       "BatchNormalization", "InstanceNormalization", "LRN", "LayerNormalization",
       // shape / data movement
       "Concat", "Split", "Slice", "Transpose", "Squeeze", "Unsqueeze", "Gather", "Shape",
-      "Size", "Expand", "ConstantOfShape", "Constant", "Pad", "Resize", "Cast", "Tile",
+      "Size", "Expand", "ConstantOfShape", "Constant", "Pad", "Resize", "Upsample", "Cast", "Tile",
       "DepthToSpace", "SpaceToDepth", "Range",
       // reductions
       "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSum", "ReduceProd", "ReduceL1",
@@ -88,13 +88,18 @@ std::string check_node(const onnx::NodeProto& n, int since) {
   }
   if (op == "Resize") {
     std::string mode = attr_s(n, "mode", "nearest");
-    if (!one_of(mode, {"nearest", "linear"})) return "Resize mode '" + mode + "' (supported: nearest, linear)";
+    if (!one_of(mode, {"nearest", "linear", "cubic"})) return "Resize mode '" + mode + "' (supported: nearest, linear, cubic)";
     std::string ctm = attr_s(n, "coordinate_transformation_mode", "half_pixel");
-    if (since >= 11 && !one_of(ctm, {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel", "tf_half_pixel_for_nn"}))
+    if (since >= 11 && !one_of(ctm, {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel", "tf_half_pixel_for_nn",
+                                     "tf_crop_and_resize"}))
       return "Resize coordinate_transformation_mode '" + ctm + "'";
     std::string nm = attr_s(n, "nearest_mode", "round_prefer_floor");
     if (!one_of(nm, {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}))
       return "Resize nearest_mode '" + nm + "'";
+  } else if (op == "Upsample") {
+    std::string mode = attr_s(n, "mode", "nearest");
+    if (!one_of(mode, {"nearest", "linear", "bilinear"})) return "Upsample mode '" + mode + "' (supported: nearest, linear)";
+    if (since < 7) return "Upsample-1 (height_scale / width_scale attributes; opset 7 and later are supported)";
   } else if (op == "Pad") {
     std::string mode = attr_s(n, "mode", "constant");
     if (!one_of(mode, {"constant", "reflect", "edge"})) return "Pad mode '" + mode + "'";
@@ -111,9 +116,6 @@ std::string check_node(const onnx::NodeProto& n, int since) {
   } else if (op == "ConvTranspose" || op == "Conv" || op == "MaxPool" || op == "AveragePool") {
     std::string ap = attr_s(n, "auto_pad", "NOTSET");
     if (!one_of(ap, {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"})) return op + " auto_pad '" + ap + "'";
-    const auto* so = find_attr(n, "storage_order");
-    if (op == "MaxPool" && n.output_size() > 1 && !n.output(1).empty() && so && so->i() != 0)
-      return "MaxPool storage_order=1 (column-major indices)";
   } else if (op == "BatchNormalization") {
     const auto* tm = find_attr(n, "training_mode");
     if (tm && tm->i() != 0) return "BatchNormalization training_mode=1 (training is not supported)";

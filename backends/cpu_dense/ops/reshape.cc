@@ -7,15 +7,12 @@ namespace minnow {
 namespace cpu_dense {
 
 double reshape_bid(const Node& node) {
-  const bool shape_input = node.op_version() >= 5;
-  double f = copy_bid(node, shape_input ? 2 : 1, shape_input ? 2 : 1);
-  if (shape_input) require_input_dtype(node, 1, {MN_I64});
-  return f;
+  const int n = node.op_version() >= 5 ? 2 : 1;
+  return copy_bid_int64_arg(node, n, n);
 }
 
 std::unique_ptr<Kernel> reshape_make(const Node& node) {
-  reshape_bid(node);
-  return std::make_unique<CopyKernel>(node, "reshape_copy_ref");
+  return copy_kernel(node, reshape_bid, "reshape_copy_ref");
 }
 
 }  // namespace cpu_dense

@@ -7,14 +7,11 @@ namespace minnow {
 namespace cpu_dense {
 
 double squeeze_bid(const Node& node) {
-  double f = copy_bid(node, 1, node.op_version() >= 13 ? 2 : 1);
-  if (node.has_input(1)) require_input_dtype(node, 1, {MN_I64});
-  return f;
+  return copy_bid_int64_arg(node, 1, node.op_version() >= 13 ? 2 : 1);
 }
 
 std::unique_ptr<Kernel> squeeze_make(const Node& node) {
-  squeeze_bid(node);
-  return std::make_unique<CopyKernel>(node, "squeeze_copy_ref");
+  return copy_kernel(node, squeeze_bid, "squeeze_copy_ref");
 }
 
 }  // namespace cpu_dense

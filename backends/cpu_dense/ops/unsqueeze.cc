@@ -7,15 +7,12 @@ namespace minnow {
 namespace cpu_dense {
 
 double unsqueeze_bid(const Node& node) {
-  const bool axes_input = node.op_version() >= 13;
-  double f = copy_bid(node, axes_input ? 2 : 1, axes_input ? 2 : 1);
-  if (axes_input) require_input_dtype(node, 1, {MN_I64});
-  return f;
+  const int n = node.op_version() >= 13 ? 2 : 1;
+  return copy_bid_int64_arg(node, n, n);
 }
 
 std::unique_ptr<Kernel> unsqueeze_make(const Node& node) {
-  unsqueeze_bid(node);
-  return std::make_unique<CopyKernel>(node, "unsqueeze_copy_ref");
+  return copy_kernel(node, unsqueeze_bid, "unsqueeze_copy_ref");
 }
 
 }  // namespace cpu_dense
