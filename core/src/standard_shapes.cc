@@ -1038,7 +1038,7 @@ const struct {
 } kValueInputs[] = {
     {"Reshape", bit(1)}, {"Squeeze", bit(1)}, {"Unsqueeze", bit(1)}, {"Split", bit(1)},
     {"Slice", bit(1) | bit(2) | bit(3) | bit(4)}, {"Expand", bit(1)}, {"ConstantOfShape", bit(0)},
-    {"Pad", bit(1) | bit(3)}, {"Resize", bit(1) | bit(2) | bit(3)}, {"Tile", bit(1)}, {"TopK", bit(1)},
+    {"Pad", bit(1) | bit(3)}, {"Resize", bit(1) | bit(2) | bit(3)}, {"Upsample", bit(1)}, {"Tile", bit(1)}, {"TopK", bit(1)},
     {"Range", bit(0) | bit(1) | bit(2)},
     {"ReduceMean", bit(1)}, {"ReduceMax", bit(1)}, {"ReduceMin", bit(1)}, {"ReduceSum", bit(1)},
     {"ReduceProd", bit(1)}, {"ReduceL1", bit(1)}, {"ReduceL2", bit(1)}, {"ReduceLogSum", bit(1)},
