@@ -69,7 +69,8 @@ class Registry {
   std::vector<std::string> warnings() const;
   void warn(const std::string& message);
   const mn_host_api* host_api() const { return &host_api_; }
-  const void* service(const std::string& name) const;
+  // Exported (the class is internal) for tests/unit/ops_lstm/matmul_service_test.
+  MINNOW_API const void* service(const std::string& name) const;
 
   // Built-in op definitions (standard ONNX ops' shape functions).
   void add_builtin_op(const mn_op_def& def);
