@@ -100,9 +100,12 @@ function benchOne(o, model, threads, tmp) {
   }
   const outs = fs.readdirSync(mnwDir).filter((f) => f.endsWith('.npy'));
   if (outs.length !== 1) throw new Error(`${model.name}: Minnow wrote ${outs.length} outputs, expected 1`);
-  const diff = maxAbsDiff(readNpy(ortOut), readNpy(path.join(mnwDir, outs[0])), model.name);
+  const ortY = readNpy(ortOut);
+  const diff = maxAbsDiff(ortY, readNpy(path.join(mnwDir, outs[0])), model.name);
+  // The scale the difference is to be read against (random weights can give large logits).
+  const maxAbs = ortY.data.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
   return {
-    model: model.name, threads, ort_ms: median(ort), minnow_ms: median(mn), diff,
+    model: model.name, threads, ort_ms: median(ort), minnow_ms: median(mn), diff, max_abs_output: maxAbs,
     load_ms: median(load), prepare_ms: median(prep), ort_create_ms: median(create),
     ort_rounds: ort, minnow_rounds: mn, peak_bytes: mnLast.peak_bytes, weight_bytes: mnLast.weight_bytes,
   };
@@ -129,7 +132,8 @@ function main() {
       rows.push(r);
       console.log(line(r));
       console.error(`  ${m.name} t${t}: ORT rounds ${r.ort_rounds.map((x) => x.toFixed(2)).join(' ')}; ` +
-        `Minnow rounds ${r.minnow_rounds.map((x) => x.toFixed(2)).join(' ')}; ORT session create ${r.ort_create_ms.toFixed(0)} ms`);
+        `Minnow rounds ${r.minnow_rounds.map((x) => x.toFixed(2)).join(' ')}; ORT session create ${r.ort_create_ms.toFixed(0)} ms; ` +
+        `max |ORT output| ${r.max_abs_output.toPrecision(3)}`);
     }
   }
   if (o.markdown) fs.writeFileSync(o.markdown, head + '\n' + rows.map(line).join('\n') + '\n');

@@ -6,7 +6,8 @@
 #   bench/compare.sh [BUILD]          (default build/)
 # Environment: MINNOW_BENCH_CACHE (default ~/.cache/minnow-bench), THREADS (1,2),
 #   ROUNDS (5), SECONDS_PER_ROUND (1), WARMUP (3), ONLY (model names, comma-separated),
-#   MARKDOWN (write the table there too), SKIP_DEPS=1 (do not run bench/install-deps.sh).
+#   MARKDOWN (write the table there too), SKIP_DEPS=1 (do not run bench/install-deps.sh),
+#   SKIP_BUILD=1 (use the minnow already built in BUILD).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="$(cd "${1:-$ROOT/build}" 2>/dev/null && pwd || echo "${1:-$ROOT/build}")"
@@ -38,12 +39,15 @@ node -e "require('$ORT_DIR/node_modules/onnxruntime-node')" 2>/dev/null ||
   die "onnxruntime-node in $ORT_DIR does not load (delete the folder to reinstall)"
 
 # 2. Minnow: the command and the plugins the models need.
-if [ ! -f "$BUILD/build.ninja" ]; then
-  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+if [ "${SKIP_BUILD:-0}" != 1 ]; then
+  if [ ! -f "$BUILD/build.ninja" ]; then
+    cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  fi
+  cmake --build "$BUILD" --target minnow_cli cpu_dense frontend_onnx ops_lstm >/dev/null ||
+    die "building minnow in $BUILD failed (run: cmake --build $BUILD)"
 fi
-cmake --build "$BUILD" --target minnow_cli cpu_dense frontend_onnx ops_lstm >/dev/null ||
-  die "building minnow in $BUILD failed (run: cmake --build $BUILD)"
 MINNOW="$BUILD/bin/minnow"
+[ -x "$MINNOW" ] || die "$MINNOW not found (build first, or leave SKIP_BUILD unset)"
 
 # 3. Models: ONNX exports, and their .minnow imports (Minnow is timed on its own format,
 #    so its load time is the mmap + verify a deployed app pays, not the ONNX import).

@@ -23,9 +23,9 @@ done
 [ "$(field "$out" threads)" = 2 ] || fail "--threads 2 gave threads=$(field "$out" threads)"
 awk -v a="$(field "$out" min_ms)" -v m="$(field "$out" median_ms)" -v b="$(field "$out" max_ms)" \
   'BEGIN { exit !(a > 0 && a <= m && m <= b) }' || fail "not 0 < min <= median <= max: $out"
-# mlp weights are 784x256 + 256x10 floats (+ biases): weight_bytes must count them.
+# mlp weights are 784x300 + 300x100 + 100x10 floats (+ biases): weight_bytes must count them.
 awk -v w="$(field "$out" weight_bytes)" -v p="$(field "$out" peak_bytes)" \
-  'BEGIN { exit !(w >= 4 * (784 * 256 + 256 * 10) && p >= w) }' || fail "weight/peak bytes too small: $out"
+  'BEGIN { exit !(w >= 4 * (784 * 300 + 300 * 100 + 100 * 10) && p >= w) }' || fail "weight/peak bytes too small: $out"
 [ "$(grep -c '"nodes"' <<<"$out")" = 0 ] || fail "nodes listed without --profile"
 
 # --seconds: a time budget, at least one run, ends about when asked.
@@ -46,7 +46,7 @@ grep -q "^memory: arena .*weights .*peak" <<<"$txt" || fail "memory line: $txt"
 # the shares of the node table add up to ~100 %.
 txt=$("$MINNOW" bench "$MODEL" --runs 5 --profile)
 grep -qE "^node +op +output +backend +kernel +ms +share +GFLOP/s" <<<"$txt" || fail "profile header: $txt"
-grep -qE " Gemm +1x256 +cpu_dense " <<<"$txt" || fail "profile has no Gemm 1x256 row on cpu_dense: $txt"
+grep -qE " Gemm +\[1,300\] +cpu_dense " <<<"$txt" || fail "profile has no Gemm [1,300] row on cpu_dense: $txt"
 share=$(awk '/^node /{on=1; next} on && NF==0 {on=0} on {gsub("%","",$(NF-1)); s+=$(NF-1)} END {print s}' <<<"$txt")
 awk -v s="$share" 'BEGIN { exit !(s > 99 && s < 101) }' || fail "node shares sum to $share %"
 grep -qE "^op +nodes +ms +share +GFLOP/s" <<<"$txt" || fail "per-op summary missing: $txt"
