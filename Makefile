@@ -7,7 +7,7 @@ export CCACHE_DIR ?= $(HOME)/.cache/ccache
 # reuses the cache.
 export CCACHE_BASEDIR ?= $(CURDIR)
 
-.PHONY: all deps configure build test demo install clean fuzz fuzz-smoke test-asan test-tsan asan-configure
+.PHONY: all deps configure build test demo bench install clean fuzz fuzz-smoke test-asan test-tsan asan-configure
 
 all: build
 
@@ -64,6 +64,11 @@ test-tsan: deps
 
 demo: build
 	@scripts/demo.sh $(BUILD)
+
+# ONNX Runtime vs Minnow (BENCHMARKS.md). First use installs the bench packages (torch,
+# torchvision, onnx: bench/install-deps.sh) and onnxruntime-node from npm into a cache.
+bench: build
+	@bench/compare.sh $(BUILD)
 
 # make install PREFIX=/opt/minnow
 PREFIX ?= /usr/local

@@ -6,6 +6,11 @@ function(minnow_add_plugin name)
   add_library(${name} MODULE ${P_SOURCES} ${P_UNPARSED_ARGUMENTS})
   set_target_properties(${name} PROPERTIES PREFIX "" CXX_VISIBILITY_PRESET hidden
                         C_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+  # Small plugins, also for plugins built out of tree with find_package(minnow): unused
+  # functions and data are dropped at link time in optimised builds.
+  target_compile_options(${name} PRIVATE
+    "$<$<CONFIG:Release,MinSizeRel,RelWithDebInfo>:-ffunction-sections;-fdata-sections>")
+  target_link_options(${name} PRIVATE "$<$<CONFIG:Release,MinSizeRel,RelWithDebInfo>:LINKER:--gc-sections>")
   if(P_OUTPUT_DIR)
     set_target_properties(${name} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${P_OUTPUT_DIR})
   elseif(DEFINED MINNOW_PLUGIN_OUTPUT_DIR)

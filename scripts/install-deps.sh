@@ -21,6 +21,10 @@ PACKAGES=(
   g++-aarch64-linux-gnu qemu-user file libhwy-dev:arm64
 )
 
+# Package names given as arguments replace the default set (bench/install-deps.sh uses this
+# for the benchmark's packages, which `make` and `make test` do not need).
+[ $# -gt 0 ] && PACKAGES=("$@")
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

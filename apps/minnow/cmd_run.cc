@@ -131,12 +131,7 @@ void register_run_command(CLI::App& app, GlobalOptions& g) {
     for (size_t i = 0; i < outputs.size(); ++i) {
       std::string name = session->output_name(i);
       if (!json) print_tensor(name, outputs[i], max_values, k);
-      if (!out_dir.empty()) {
-        std::string safe;
-        for (char c : name) safe += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.') ? c : '_';
-        auto bytes = write_npy(outputs[i]);
-        check(write_file_atomic(out_dir + "/" + safe + ".npy", bytes.data(), bytes.size()));
-      }
+      if (!out_dir.empty()) save_output_npy(out_dir, name, outputs[i]);
     }
     if (json) {
       std::vector<std::string> names;

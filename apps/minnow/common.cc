@@ -3,6 +3,7 @@
 #include "image_input.h"
 #include "tensor_io.h"
 
+#include <cctype>
 #include <cstdio>
 #include <sstream>
 
@@ -148,6 +149,13 @@ std::vector<Tensor> load_inputs(const Model& model, const InputSpec& spec) {
     tensors[i] = std::move(t);
   }
   return tensors;
+}
+
+void save_output_npy(const std::string& dir, const std::string& name, const Tensor& t) {
+  std::string safe;
+  for (char c : name) safe += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.') ? c : '_';
+  auto bytes = write_npy(t);
+  check(write_file_atomic(dir + "/" + safe + ".npy", bytes.data(), bytes.size()));
 }
 
 std::string human_bytes(double b) {

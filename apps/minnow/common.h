@@ -60,6 +60,9 @@ struct ImportSpec {
 void add_import_options(CLI::App* cmd, ImportSpec* spec);
 std::vector<std::pair<std::string, std::string>> import_options(const ImportSpec& spec);
 
+// Writes `t` as DIR/<name>.npy (characters unsafe in file names become '_'), atomically.
+void save_output_npy(const std::string& dir, const std::string& name, const Tensor& t);
+
 std::string human_bytes(double bytes);
 std::string json_escape(const std::string& s);
 

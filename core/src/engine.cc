@@ -170,7 +170,7 @@ Status PreparedModel::Impl::select(const Model& model, const BackendPolicy& pol,
           std::string msg = st != MN_OK ? std::string(err.message) : "backend returned no kernel";
           last_error = invalid_argument(node.describe() + ": backend '" + c.backend->name + "' (plugin '" + c.backend->library->name + "') failed to prepare it: " + msg);
           pk->k.destroy = nullptr;
-          log().info("{}", last_error.message());
+          log_message(LogLevel::kInfo, last_error.message());
           continue;
         }
         std::lock_guard<std::mutex> lock(cache_mutex);

@@ -8,7 +8,7 @@
 
 #include "minnow/minnow_generated.h"
 
-#include <boost/crc.hpp>
+#include "crc32.h"
 
 #include <cstring>
 #include <limits>
@@ -27,11 +27,7 @@ constexpr size_t kMaxRank = MN_MAX_RANK;
 
 size_t align_up(size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
-uint32_t crc32_of(const uint8_t* data, size_t size) {
-  boost::crc_32_type crc;
-  crc.process_bytes(data, size);
-  return crc.checksum();
-}
+uint32_t crc32_of(const uint8_t* data, size_t size) { return crc32(data, size); }
 
 bool valid_dtype(int v) { return v >= 0 && v <= static_cast<int>(DataType::kString); }
 

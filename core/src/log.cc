@@ -2,13 +2,15 @@
 
 #include <minnow/engine.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
-#include <mutex>
 
 namespace minnow {
+namespace {
 
-spdlog::logger& log() {
+spdlog::logger& logger() {
   // Created on first use (no global constructors); logs go to stderr.
   static std::shared_ptr<spdlog::logger> logger = [] {
     auto l = spdlog::get("minnow");
@@ -21,6 +23,18 @@ spdlog::logger& log() {
   return *logger;
 }
 
-void set_log_level(const std::string& level) { log().set_level(spdlog::level::from_str(level)); }
+spdlog::level::level_enum to_spdlog(LogLevel level) {
+  return static_cast<spdlog::level::level_enum>(std::clamp(static_cast<int>(level), 0, 4));
+}
+
+}  // namespace
+
+bool log_enabled(LogLevel level) { return logger().should_log(to_spdlog(level)); }
+
+void log_message(LogLevel level, const std::string& message) {
+  logger().log(to_spdlog(level), spdlog::string_view_t(message.data(), message.size()));
+}
+
+void set_log_level(const std::string& level) { logger().set_level(spdlog::level::from_str(level)); }
 
 }  // namespace minnow

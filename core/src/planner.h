@@ -3,6 +3,8 @@
 // an element-wise op write its output over an input that dies at that op.
 #pragma once
 
+#include <minnow/export.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -24,6 +26,7 @@ struct MemoryPlan {
   size_t arena_size = 0;
 };
 
-MemoryPlan plan_memory(const std::vector<BufferRequest>& requests, size_t alignment = 64);
+// Exported (internal API) for tests/unit/planner_test.
+MINNOW_API MemoryPlan plan_memory(const std::vector<BufferRequest>& requests, size_t alignment = 64);
 
 }  // namespace minnow

@@ -42,7 +42,7 @@ Registry::Registry() {
   host_api_.abi_minor = MINNOW_ABI_MINOR;
   host_api_.host = this;
   host_api_.log = [](void*, int32_t level, const char* msg) {
-    log().log(static_cast<spdlog::level::level_enum>(std::clamp(level, 0, 4)), "{}", msg ? msg : "");
+    log_message(static_cast<LogLevel>(std::clamp(level, 0, 4)), msg ? msg : "");
   };
   host_api_.get_service = [](void* host, const char* name) -> const void* {
     return static_cast<Registry*>(host)->service(name ? name : "");
@@ -52,7 +52,7 @@ Registry::Registry() {
 }
 
 void Registry::warn(const std::string& message) {
-  log().warn("{}", message);
+  log_message(LogLevel::kWarn, message);
   std::lock_guard<std::mutex> lock(warn_mutex_);
   warnings_.push_back(message);
 }
@@ -263,7 +263,8 @@ Status Registry::load_file(const std::string& path) {
   for (auto& f : pending.frontends) frontends_.push_back(f);
   for (auto& s : pending.services) services_.emplace(s.first, s.second);
   libraries_.push_back(library);
-  log().debug("loaded plugin {} {} from {}", library->name, library->version, library->path);
+  if (log_enabled(LogLevel::kDebug))
+    log_message(LogLevel::kDebug, "loaded plugin " + library->name + " " + library->version + " from " + library->path);
   return Status::ok();
 }
 

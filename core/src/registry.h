@@ -58,7 +58,8 @@ class Registry {
   Status load_path(const std::string& path, bool quiet_if_missing = false);
   Status load_file(const std::string& path);
 
-  const OpEntry* find_op(const std::string& domain, const std::string& op, int version) const;
+  // Exported (the class is internal) for tests/unit/plugin_loader_test.
+  MINNOW_API const OpEntry* find_op(const std::string& domain, const std::string& op, int version) const;
   bool knows_op_name(const std::string& domain, const std::string& op) const;
   const std::vector<std::shared_ptr<BackendEntry>>& backends() const { return backends_; }
   std::shared_ptr<BackendEntry> backend(const std::string& name) const;
@@ -69,7 +70,8 @@ class Registry {
   std::vector<std::string> warnings() const;
   void warn(const std::string& message);
   const mn_host_api* host_api() const { return &host_api_; }
-  const void* service(const std::string& name) const;
+  // Exported (the class is internal) for tests/unit/ops_lstm/matmul_service_test.
+  MINNOW_API const void* service(const std::string& name) const;
 
   // Built-in op definitions (standard ONNX ops' shape functions).
   void add_builtin_op(const mn_op_def& def);

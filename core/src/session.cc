@@ -476,8 +476,10 @@ Status Session::Impl::plan() {
   }
   states = std::move(st);
   planned = true;
-  log().debug("{}: planned {} steps, arena {} bytes (naive {}), scratch {}", model->origin(), steps.size(),
-              stats.arena_bytes, stats.naive_bytes, scratch);
+  if (log_enabled(LogLevel::kDebug))
+    log_message(LogLevel::kDebug, model->origin() + ": planned " + std::to_string(steps.size()) + " steps, arena " +
+                                      std::to_string(stats.arena_bytes) + " bytes (naive " +
+                                      std::to_string(stats.naive_bytes) + "), scratch " + std::to_string(scratch));
   return Status::ok();
 }
 

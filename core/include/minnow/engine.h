@@ -1,6 +1,8 @@
 // The engine: loaded plugins (backends, ops, transforms, frontends) and kernel choice.
 #pragma once
 
+#include <minnow/export.h>
+
 #include <minnow/model.h>
 #include <minnow/plugin.h>
 #include <minnow/status.h>
@@ -35,7 +37,7 @@ struct BackendPolicy {
   std::vector<std::pair<std::string, std::string>> node_force;
 };
 
-class Engine {
+class MINNOW_API Engine {
  public:
   static Result<std::shared_ptr<Engine>> create(const EngineOptions& options = {});
   ~Engine();
@@ -82,7 +84,7 @@ struct KernelChoice {
 };
 
 // A model with a kernel chosen and prepared for every node. Immutable and shareable.
-class PreparedModel {
+class MINNOW_API PreparedModel {
  public:
   ~PreparedModel();
   const Model& model() const { return *model_; }
@@ -105,6 +107,6 @@ class PreparedModel {
 
 // Sets the level of the "minnow" logger ("trace", "debug", "info", "warn", "error",
 // "off"); MINNOW_LOG does the same at start-up.
-void set_log_level(const std::string& level);
+MINNOW_API void set_log_level(const std::string& level);
 
 }  // namespace minnow

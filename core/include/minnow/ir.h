@@ -3,6 +3,8 @@
 // it. Constant data stays where it is (mmapped file or owned bytes) through Blob.
 #pragma once
 
+#include <minnow/export.h>
+
 #include <minnow/status.h>
 #include <minnow/types.h>
 
@@ -31,7 +33,7 @@ struct QuantParams {
 };
 
 // Bytes of one buffer; `owner` keeps the memory (a mapping or a vector) alive.
-struct Blob {
+struct MINNOW_API Blob {
   std::shared_ptr<const void> owner;
   const uint8_t* data = nullptr;
   size_t size = 0;
@@ -65,7 +67,7 @@ struct HuffmanStage {
 };
 using EncodingStage = std::variant<DenseStage, SparseStage, CodebookStage, HuffmanStage>;
 
-struct TensorInfo {
+struct MINNOW_API TensorInfo {
   std::string name;
   DataType dtype = DataType::kFloat32;
   std::vector<Dim> shape;
@@ -80,7 +82,7 @@ struct TensorInfo {
 enum class AttrType { kUndefined = 0, kInt = 1, kFloat = 2, kString = 3, kInts = 4,
                       kFloats = 5, kStrings = 6, kTensor = 7 };
 
-struct Attribute {
+struct MINNOW_API Attribute {
   std::string name;
   AttrType type = AttrType::kUndefined;
   int64_t i = 0;
@@ -100,7 +102,7 @@ struct Attribute {
   static Attribute TensorRef(std::string n, int32_t tensor_index);
 };
 
-struct Node {
+struct MINNOW_API Node {
   std::string name;
   std::string domain;  // "" = ONNX default domain
   std::string op;
@@ -113,7 +115,7 @@ struct Node {
   std::string describe() const;
 };
 
-struct Graph {
+struct MINNOW_API Graph {
   std::string name;
   std::vector<TensorInfo> tensors;
   std::vector<Node> nodes;
@@ -153,12 +155,12 @@ constexpr uint32_t kFormatMinor = 0;
 
 // Serialise to the file layout of docs/ARCHITECTURE.md (size-prefixed flatbuffer, data
 // section of 64-byte aligned buffers). Checks the IR as the loader would.
-Result<std::vector<uint8_t>> serialize_model(const ir::ModelIR& model);
+MINNOW_API Result<std::vector<uint8_t>> serialize_model(const ir::ModelIR& model);
 
 // Parse and verify bytes (FlatBuffers verifier + our checks). `owner` keeps `data`
 // alive for zero-copy buffers (may be null: buffers are then copied). `origin` names the
 // file in messages.
-Result<ir::ModelIR> parse_model(const uint8_t* data, size_t size,
+MINNOW_API Result<ir::ModelIR> parse_model(const uint8_t* data, size_t size,
                                 std::shared_ptr<const void> owner, const std::string& origin);
 
 }  // namespace minnow

@@ -2,6 +2,8 @@
 // every constant decoded to dense form once (zero-copy for dense data in an mmapped file).
 #pragma once
 
+#include <minnow/export.h>
+
 #include <minnow/ir.h>
 #include <minnow/status.h>
 #include <minnow/types.h>
@@ -12,7 +14,7 @@
 
 namespace minnow {
 
-class Model {
+class MINNOW_API Model {
  public:
   // mmaps the file; a truncated or corrupt file is an error naming the file.
   static Result<std::shared_ptr<const Model>> load_file(const std::string& path);
@@ -50,12 +52,12 @@ class Model {
 };
 
 // Decodes a constant's encoding chain into a dense tensor (validating every index).
-Result<Tensor> decode_constant(const ir::ModelIR& model, const ir::TensorInfo& tensor);
+MINNOW_API Result<Tensor> decode_constant(const ir::ModelIR& model, const ir::TensorInfo& tensor);
 
 // Loading refuses a model whose encoded constants (sparse, codebook, Huffman) would decode
 // to more than this many bytes in all, before allocating any of it: a few bytes of file
 // can declare terabytes of zeros. Default 4 GiB. Process-wide; set it before loading.
-void set_max_decoded_constant_bytes(uint64_t bytes);
-uint64_t max_decoded_constant_bytes();
+MINNOW_API void set_max_decoded_constant_bytes(uint64_t bytes);
+MINNOW_API uint64_t max_decoded_constant_bytes();
 
 }  // namespace minnow

@@ -8,6 +8,8 @@
 //   auto model = b.build();
 #pragma once
 
+#include <minnow/export.h>
+
 #include <minnow/ir.h>
 #include <minnow/model.h>
 #include <minnow/status.h>
@@ -21,7 +23,7 @@ namespace minnow {
 
 using Attr = ir::Attribute;
 
-class ModelBuilder {
+class MINNOW_API ModelBuilder {
  public:
   explicit ModelBuilder(std::string graph_name = "main");
   // Starts from an existing model (transforms): everything is copied, buffers shared.
@@ -61,7 +63,7 @@ class ModelBuilder {
 };
 
 // Writes bytes to `path` atomically: a half-written file never replaces a good one.
-Status write_file_atomic(const std::string& path, const void* data, size_t size);
-Result<std::vector<uint8_t>> read_file(const std::string& path);
+MINNOW_API Status write_file_atomic(const std::string& path, const void* data, size_t size);
+MINNOW_API Result<std::vector<uint8_t>> read_file(const std::string& path);
 
 }  // namespace minnow

@@ -3,6 +3,8 @@
 // Sessions of one PreparedModel run concurrently without locks.
 #pragma once
 
+#include <minnow/export.h>
+
 #include <minnow/engine.h>
 #include <minnow/status.h>
 #include <minnow/types.h>
@@ -38,7 +40,7 @@ struct MemoryStats {
   size_t weight_bytes = 0;    // decoded constants
 };
 
-class Session {
+class MINNOW_API Session {
  public:
   static Result<std::unique_ptr<Session>> create(std::shared_ptr<const PreparedModel> model,
                                                  const SessionOptions& options = {});

@@ -1,6 +1,8 @@
 // Element types, shapes and host tensors.
 #pragma once
 
+#include <minnow/export.h>
+
 #include <minnow/plugin.h>
 
 #include <cstddef>
@@ -18,18 +20,18 @@ enum class DataType : int32_t {
   kBFloat16 = 13, kString = 14
 };
 
-size_t dtype_size(DataType t);         // 0 for undefined/string
-const char* dtype_name(DataType t);    // "float32", ...
-bool parse_dtype(const std::string& name, DataType* out);
+MINNOW_API size_t dtype_size(DataType t);         // 0 for undefined/string
+MINNOW_API const char* dtype_name(DataType t);    // "float32", ...
+MINNOW_API bool parse_dtype(const std::string& name, DataType* out);
 
 using Shape = std::vector<int64_t>;
 
 // Product of dims; -1 if any dim is unknown (< 0); -2 on overflow.
-int64_t shape_elements(const Shape& s);
-std::string shape_to_string(const Shape& s);
+MINNOW_API int64_t shape_elements(const Shape& s);
+MINNOW_API std::string shape_to_string(const Shape& s);
 
 // A dense host tensor that owns its (64-byte aligned) memory, or views someone else's.
-class Tensor {
+class MINNOW_API Tensor {
  public:
   Tensor() = default;
   Tensor(DataType dtype, Shape shape);  // allocates zeroed storage
@@ -73,9 +75,9 @@ Tensor Tensor::from_vector(Shape shape, const std::vector<T>& values) {
 }
 
 // IEEE half -> float (float16 weights and inputs are converted on load).
-float half_to_float(uint16_t h);
+MINNOW_API float half_to_float(uint16_t h);
 
 // 64-byte aligned allocation used for arenas, tensors and decoded weights.
-std::shared_ptr<void> aligned_alloc_shared(size_t bytes);
+MINNOW_API std::shared_ptr<void> aligned_alloc_shared(size_t bytes);
 
 }  // namespace minnow
