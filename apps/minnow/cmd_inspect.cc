@@ -47,15 +47,13 @@ void register_inspect_command(CLI::App& app, GlobalOptions& g) {
     std::printf("format %u.%u, producer: %s, graph '%s'\n", ir.format_major, ir.format_minor, ir.producer.c_str(), gr.name.c_str());
     for (int32_t i : gr.inputs)
       std::printf("input  %-20s %-8s %s\n", gr.tensors[i].name.c_str(), dtype_name(gr.tensors[i].dtype), dims_text(gr.tensors[i]).c_str());
-    // Shapes the file does not declare come from shape inference (needs the plugins).
-    auto pm = engine->prepare(model);
+    // Shapes the file does not declare come from shape inference (op definitions only; no
+    // kernels are prepared unless --plan asks for them).
+    auto shapes = engine->infer_shapes(*model);
     for (int32_t o : gr.outputs) {
       std::string dims = dims_text(gr.tensors[o]);
-      bool rank_known = false;
-      if (pm.is_ok() && dims == "?") {
-        Shape s = pm.value()->inferred_shape(o, &rank_known);
-        if (rank_known) dims = shape_to_string(s) + " (inferred)";
-      }
+      if (shapes.is_ok() && dims == "?" && shapes.value()[o].rank_known)
+        dims = shape_to_string(shapes.value()[o].dims) + " (inferred)";
       std::printf("output %-20s %-8s %s\n", gr.tensors[o].name.c_str(), dtype_name(gr.tensors[o].dtype), dims.c_str());
     }
     std::map<std::string, int> ops;
@@ -95,6 +93,7 @@ void register_inspect_command(CLI::App& app, GlobalOptions& g) {
         std::printf("  %-24s %-18s (%s) -> (%s)\n", node.name.c_str(), node.op.c_str(), ins.c_str(), outs.c_str());
       }
     if (plan) {
+      auto pm = engine->prepare(model);
       if (!pm.is_ok()) throw CliError(pm.status().message());
       std::printf("plan:\n  %-24s %-18s %-10s %-24s %10s  %s\n", "node", "op", "backend", "kernel", "cost", "why");
       for (const auto& c : pm.value()->choices()) {

@@ -208,6 +208,27 @@ DataType PreparedModel::inferred_dtype(int tensor) const {
   return tensor >= 0 && size_t(tensor) < st.size() ? st[tensor].dtype : DataType::kUndefined;
 }
 
+// Static shape inference, node by node in topological order (shared by prepare and
+// infer_shapes).
+static Status infer_static_shapes(const Registry& registry, const Model& model, std::vector<TensorState>* states) {
+  *states = initial_tensor_states(model);
+  for (int n : model.topo_order())
+    MINNOW_RETURN_IF_ERROR(infer_node_shapes(registry, model, n, *states).with_context(model.origin()));
+  return Status::ok();
+}
+
+Result<std::vector<InferredTensor>> Engine::infer_shapes(const Model& model) const {
+  std::vector<TensorState> states;
+  MINNOW_RETURN_IF_ERROR(infer_static_shapes(*registry_, model, &states));
+  std::vector<InferredTensor> r(states.size());
+  for (size_t t = 0; t < states.size(); ++t) {
+    r[t].dtype = states[t].dtype;
+    r[t].rank_known = states[t].rank >= 0;
+    if (r[t].rank_known) r[t].dims = states[t].dims;
+  }
+  return r;
+}
+
 Result<std::shared_ptr<const PreparedModel>> Engine::prepare(std::shared_ptr<const Model> model,
                                                              const BackendPolicy& policy) const {
   if (!model) return invalid_argument("prepare: null model");
@@ -217,9 +238,7 @@ Result<std::shared_ptr<const PreparedModel>> Engine::prepare(std::shared_ptr<con
   auto& impl = *pm->impl_;
   impl.registry = registry_;
   impl.policy = policy;
-  impl.static_states = initial_tensor_states(*model);
-  for (int n : model->topo_order())
-    MINNOW_RETURN_IF_ERROR(infer_node_shapes(*registry_, *model, n, impl.static_states).with_context(model->origin()));
+  MINNOW_RETURN_IF_ERROR(infer_static_shapes(*registry_, *model, &impl.static_states));
   MINNOW_RETURN_IF_ERROR(impl.select(*model, policy, &impl.kernels, &impl.choices).with_context(model->origin()));
   return std::shared_ptr<const PreparedModel>(std::move(pm));
 }

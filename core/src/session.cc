@@ -1,6 +1,7 @@
 // Session: shapes for the actual inputs, a memory plan, and sequential execution of the
 // chosen kernels on the session's oneTBB arena.
 #include <minnow/session.h>
+#include <minnow/tsan.h>
 
 #include "log.h"
 #include "planner.h"
@@ -121,39 +122,12 @@ struct Session::Impl {
   Status reshape_step(Step& step);
 };
 
-// ThreadSanitizer cannot see the synchronisation inside an uninstrumented libtbb (Debian's),
-// so everything a kernel wrote before parallel_for would look racy with what its chunks
-// read. Tell it what oneTBB guarantees: the caller's writes happen before every chunk, and
-// every chunk happens before parallel_for returns. Chunks stay unordered among themselves,
-// so two chunks writing the same memory are still reported.
-#if defined(__SANITIZE_THREAD__)
-#define MINNOW_TSAN_ANNOTATE 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define MINNOW_TSAN_ANNOTATE 1
-#endif
-#endif
-#ifdef MINNOW_TSAN_ANNOTATE
-extern "C" void __tsan_acquire(void* addr);
-extern "C" void __tsan_release(void* addr);
-#endif
-
 namespace {
 void parallel_for_on_arena(void*, size_t n, size_t grain, mn_range_fn fn, void* user) {
-  // Called from inside arena->execute, so the work runs on this session's threads.
-#ifdef MINNOW_TSAN_ANNOTATE
-  char start = 0, done = 0;
-  __tsan_release(&start);
-  tbb::parallel_for(tbb::blocked_range<size_t>(0, n, grain), [&](const tbb::blocked_range<size_t>& r) {
-    __tsan_acquire(&start);
-    fn(user, r.begin(), r.end());
-    __tsan_release(&done);
-  });
-  __tsan_acquire(&done);
-#else
-  tbb::parallel_for(tbb::blocked_range<size_t>(0, n, grain),
-                    [&](const tbb::blocked_range<size_t>& r) { fn(user, r.begin(), r.end()); });
-#endif
+  // Called from inside arena->execute, so the work runs on this session's threads. The
+  // fork/join edges are for ThreadSanitizer, which cannot see inside Debian's libtbb.
+  tsan::fork_join([&](auto&& body) { tbb::parallel_for(tbb::blocked_range<size_t>(0, n, grain), body); },
+                  [&](const tbb::blocked_range<size_t>& r) { fn(user, r.begin(), r.end()); });
 }
 }  // namespace
 

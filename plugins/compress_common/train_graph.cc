@@ -1,6 +1,7 @@
 #include "train_graph.h"
 
 #include <minnow/model.h>
+#include <minnow/tsan.h>
 
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
@@ -24,10 +25,17 @@ namespace {
 
 using Dims = std::vector<int64_t>;
 
+// tbb::parallel_for over [0, n), with the ThreadSanitizer edges of minnow/tsan.h (TSan
+// cannot see inside Debian's libtbb).
+template <class Fn>
+void parallel_rows(int64_t n, Fn&& fn) {
+  tsan::fork_join([&](auto&& body) { tbb::parallel_for(int64_t(0), n, body); }, fn);
+}
+
 // C[M,N] (+)= A[M,K] * B[K,N], all row-major. Rows of C in parallel; the inner loop runs
 // over contiguous memory so the compiler vectorises it.
 void matmul(const float* A, const float* B, float* C, int64_t M, int64_t K, int64_t N, bool acc) {
-  tbb::parallel_for(int64_t(0), M, [&](int64_t i) {
+  parallel_rows(M, [&](int64_t i) {
     float* c = C + i * N;
     if (!acc) std::fill(c, c + N, 0.f);
     const float* a = A + i * K;
@@ -309,7 +317,7 @@ void TrainGraph::forward_node(const ir::Node& n) {
     y.data.assign(size_t(y.size()), 0.f);
     const int64_t cg = g.C / g.group, og = g.O / g.group, kk = cg * g.kh * g.kw, ohw = g.OH * g.OW;
     const float* bias = n.inputs.size() > 2 && n.inputs[2] >= 0 ? in(2).data.data() : nullptr;
-    tbb::parallel_for(int64_t(0), g.N, [&](int64_t b) {
+    parallel_rows(g.N, [&](int64_t b) {
       std::vector<float> col(size_t(kk * ohw));
       for (int64_t gr = 0; gr < g.group; ++gr) {
         im2col(g, X.data.data() + b * g.C * g.H * g.W, gr * cg, cg, col.data());
@@ -527,7 +535,7 @@ void TrainGraph::backward_node(const ir::Node& n) {
     const bool wx = wants(0), ww = wants(1), wb = wants(2);
     float* dx = wx ? gin(0).data.data() : nullptr;
     tbb::enumerable_thread_specific<std::vector<float>> dw_local(std::vector<float>(ww ? Wt.data.size() : 0, 0.f));
-    tbb::parallel_for(int64_t(0), g.N, [&](int64_t b) {
+    parallel_rows(g.N, [&](int64_t b) {
       std::vector<float> col(size_t(kk * ohw)), dcol(size_t(kk * ohw));
       std::vector<float>& dw = dw_local.local();
       for (int64_t gr = 0; gr < g.group; ++gr) {

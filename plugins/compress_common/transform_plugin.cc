@@ -2,6 +2,8 @@
 
 #include "ir_util.h"
 
+#include <minnow/plugin_io.hpp>
+
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -12,27 +14,6 @@ namespace minnow {
 namespace compress {
 
 namespace {
-
-void set_error(mn_error* err, const std::string& msg) {
-  if (!err) return;
-  std::snprintf(err->message, sizeof(err->message), "%s", msg.c_str());
-}
-
-void free_new(uint8_t* data, size_t) { delete[] data; }
-
-mn_blob make_blob(const mn_host_api* host, const void* data, size_t size) {
-  mn_blob b{};
-  if (host && host->blob_alloc && host->blob_free) {
-    b.data = host->blob_alloc(size ? size : 1);
-    b.free_fn = host->blob_free;
-  } else {
-    b.data = new uint8_t[size ? size : 1];
-    b.free_fn = free_new;
-  }
-  b.size = size;
-  if (size) std::memcpy(b.data, data, size);
-  return b;
-}
 
 std::string utc_now() {
   std::time_t t = std::time(nullptr);
@@ -56,7 +37,7 @@ mn_status run_transform(const char* name, const char* version, TransformFn fn,
   try {
     auto parsed = parse_model(model, size, nullptr, std::string("input of transform '") + name + "'");
     if (!parsed) {
-      set_error(err, parsed.status().message());
+      plugin::set_error(err, parsed.status().message());
       return MN_ERR_INVALID_ARGUMENT;
     }
     ctx.model = std::move(parsed.value());
@@ -81,21 +62,23 @@ mn_status run_transform(const char* name, const char* version, TransformFn fn,
     ctx.model.compression_log.back().size_after = bytes.value().size();
     bytes = serialize_model(ctx.model);
     if (!bytes) throw std::runtime_error(bytes.status().message());
-    *out_model = make_blob(host, bytes.value().data(), bytes.value().size());
-    std::string rep = ctx.report.str();
-    *out_report = make_blob(host, rep.data(), rep.size());
+    plugin::export_blob(host, bytes.value(), out_model);
+    plugin::export_blob(host, ctx.report.str(), out_report);
     return MN_OK;
   } catch (const std::exception& e) {
-    set_error(err, e.what());
-    std::string rep = ctx.report.str();
-    if (out_report) *out_report = make_blob(host, rep.data(), rep.size());
+    plugin::set_error(err, e.what());
+    // The report says how far the transform got; losing it to a second failure is fine.
+    try {
+      if (out_report) plugin::export_blob(host, ctx.report.str(), out_report);
+    } catch (const std::exception&) {
+    }
     return MN_ERR_INVALID_ARGUMENT;
   }
 }
 
 mn_status register_transform(const mn_registrar* reg, const mn_transform* table, mn_error* err) {
   if (!reg || !reg->add_transform) {
-    set_error(err, "host registrar has no add_transform");
+    plugin::set_error(err, "host registrar has no add_transform");
     return MN_ERR_INTERNAL;
   }
   return reg->add_transform(reg->host, table);

@@ -145,4 +145,41 @@ TEST_SUITE("executor") {
     REQUIRE_FALSE(s.is_ok());
     CHECK(s.status().message().find("exceeds the memory limit") != std::string::npos);
   }
+
+  TEST_CASE("static shape inference alone: no backend needed, same shapes as prepare") {
+    test::Mlp mlp(13, 32, 16, 8, 4);
+    auto model = mlp.builder(true).build().value();
+    const auto& gr = model->ir().graph;
+    // An engine without any plugin: it cannot prepare, but the standard ops' shapes are
+    // in the core, so shape inference still works.
+    EngineOptions none;
+    none.use_environment = false;
+    none.use_default_folder = false;
+    auto bare = Engine::create(none).value();
+    CHECK_FALSE(bare->prepare(model).is_ok());
+    auto shapes = bare->infer_shapes(*model);
+    REQUIRE_MESSAGE(shapes.is_ok(), shapes.status().message());
+    REQUIRE(shapes.value().size() == gr.tensors.size());
+    const auto& logits = shapes.value()[gr.outputs[0]];
+    CHECK(logits.rank_known);
+    CHECK(logits.dims == Shape{-1, 4});  // symbolic batch stays unknown
+    CHECK(logits.dtype == DataType::kFloat32);
+    // Every tensor as prepare() infers it.
+    auto pm = test::make_engine()->prepare(model).value();
+    for (size_t t = 0; t < gr.tensors.size(); ++t) {
+      bool known = false;
+      Shape s = pm->inferred_shape(static_cast<int>(t), &known);
+      CHECK(known == shapes.value()[t].rank_known);
+      CHECK(s == shapes.value()[t].dims);
+      CHECK(pm->inferred_dtype(static_cast<int>(t)) == shapes.value()[t].dtype);
+    }
+    // An op nothing defines: the same refusal as prepare gives.
+    ModelBuilder b("unknown_op");
+    b.add_input("x", DataType::kFloat32, Shape{2});
+    b.add_node("NoSuchOp", {"x"}, {"y"});
+    b.add_output("y");
+    auto bad = bare->infer_shapes(*b.build().value());
+    REQUIRE_FALSE(bad.is_ok());
+    CHECK(bad.status().message().find("NoSuchOp") != std::string::npos);
+  }
 }

@@ -29,6 +29,13 @@ struct PluginDescription {
   std::vector<std::string> provides;  // "backend:cpu_dense", "op:minnow::Foo", ...
 };
 
+// A tensor's type and shape from static shape inference (-1 dims: symbolic / unknown).
+struct InferredTensor {
+  DataType dtype = DataType::kUndefined;
+  bool rank_known = false;  // false: even the rank is unknown (dims empty)
+  Shape dims;
+};
+
 // Per-node kernel choice constraints.
 struct BackendPolicy {
   std::string force;                // only this backend (error if it cannot run a node)
@@ -54,6 +61,13 @@ class MINNOW_API Engine {
   // weights are packed here, once, and shared by every session.
   Result<std::shared_ptr<const PreparedModel>> prepare(std::shared_ptr<const Model> model,
                                                        const BackendPolicy& policy = {}) const;
+
+  // Shape inference alone: every tensor's type and shape as prepare() infers them from the
+  // declared input shapes (symbolic dims stay -1), indexed like the graph's tensors. No
+  // kernel is chosen and no weight packed, so it needs only the op definitions (the core's
+  // standard ops, op plugins), not a backend. Fails naming the node whose shapes disagree
+  // or whose op no loaded plugin defines.
+  Result<std::vector<InferredTensor>> infer_shapes(const Model& model) const;
 
   // Loads a model file: .minnow directly, anything else through a frontend plugin.
   Result<std::shared_ptr<const Model>> load_model(const std::string& path,
