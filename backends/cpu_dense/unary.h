@@ -62,6 +62,38 @@ class UnaryKernel final : public OpKernel {
   F f_;
 };
 
+// A float32 element-wise op computed over runs by a kernels/eltwise.h function
+// fn(x, y, n, p0, p1) (p0, p1: the op's parameters).
+class F32RunKernel final : public OpKernel {
+ public:
+  using Fn = void (*)(const float* x, float* y, int64_t n, float p0, float p1);
+  F32RunKernel(const Node& node, const char* kernel_name, Fn fn, float p0 = 0, float p1 = 0)
+      : OpKernel(node, kernel_name), fn_(fn), p0_(p0), p1_(p1) {}
+
+  int inplace_input() const override { return 0; }
+  double flops(const mn_tensor* in, int, const mn_tensor*, int) const override {
+    return static_cast<double>(numel(in[0]));
+  }
+
+  void run(const RunContext& ctx, const mn_tensor* inputs, int num_inputs, mn_tensor* outputs,
+           int num_outputs) const override {
+    if (num_inputs < 1) fail("input missing at run time");
+    check_dtype(inputs[0], MN_F32, "input");
+    Dims d = Dims::of(inputs[0]);
+    check_output(outputs, num_outputs, 0, MN_F32, d);
+    const float* x = static_cast<const float*>(inputs[0].data);
+    float* y = static_cast<float*>(outputs[0].data);
+    auto body = [&](size_t b, size_t e) {
+      fn_(x + b, y + b, static_cast<int64_t>(e - b), p0_, p1_);
+    };
+    ctx.parallel_for(static_cast<size_t>(d.numel()), kElementwiseGrain, std::move(body));
+  }
+
+ private:
+  Fn fn_;
+  float p0_, p1_;
+};
+
 // Bid for a one-input element-wise op over the given dtypes; returns elements as flops.
 inline double unary_bid(const Node& node, std::initializer_list<int32_t> dtypes) {
   require_inputs(node, 1, 1);
