@@ -29,6 +29,13 @@ MINNOW_CPU_DENSE_DTYPE_OF(uint32_t, MN_U32)
 MINNOW_CPU_DENSE_DTYPE_OF(uint64_t, MN_U64)
 #undef MINNOW_CPU_DENSE_DTYPE_OF
 
+// A float32 element-wise op computed over whole runs by a kernels/eltwise.h function
+// fn(x, y, n, p0, p1) (p0, p1: the op's parameters), for UnaryKernel<float, F32Run>.
+struct F32Run {
+  void (*fn)(const float* x, float* y, int64_t n, float p0, float p1);
+  float p0 = 0, p1 = 0;
+};
+
 template <class T, class F>
 class UnaryKernel final : public OpKernel {
  public:
@@ -53,45 +60,16 @@ class UnaryKernel final : public OpKernel {
     const F f = f_;
     // Reading x[i] before writing y[i] keeps the in-place case (x == y) correct.
     auto body = [&](size_t b, size_t e) {
-      for (size_t i = b; i < e; ++i) y[i] = f(x[i]);
+      if constexpr (std::is_same<F, F32Run>::value)
+        f.fn(x + b, y + b, static_cast<int64_t>(e - b), f.p0, f.p1);
+      else
+        for (size_t i = b; i < e; ++i) y[i] = f(x[i]);
     };
     ctx.parallel_for(static_cast<size_t>(d.numel()), kElementwiseGrain, std::move(body));
   }
 
  private:
   F f_;
-};
-
-// A float32 element-wise op computed over runs by a kernels/eltwise.h function
-// fn(x, y, n, p0, p1) (p0, p1: the op's parameters).
-class F32RunKernel final : public OpKernel {
- public:
-  using Fn = void (*)(const float* x, float* y, int64_t n, float p0, float p1);
-  F32RunKernel(const Node& node, const char* kernel_name, Fn fn, float p0 = 0, float p1 = 0)
-      : OpKernel(node, kernel_name), fn_(fn), p0_(p0), p1_(p1) {}
-
-  int inplace_input() const override { return 0; }
-  double flops(const mn_tensor* in, int, const mn_tensor*, int) const override {
-    return static_cast<double>(numel(in[0]));
-  }
-
-  void run(const RunContext& ctx, const mn_tensor* inputs, int num_inputs, mn_tensor* outputs,
-           int num_outputs) const override {
-    if (num_inputs < 1) fail("input missing at run time");
-    check_dtype(inputs[0], MN_F32, "input");
-    Dims d = Dims::of(inputs[0]);
-    check_output(outputs, num_outputs, 0, MN_F32, d);
-    const float* x = static_cast<const float*>(inputs[0].data);
-    float* y = static_cast<float*>(outputs[0].data);
-    auto body = [&](size_t b, size_t e) {
-      fn_(x + b, y + b, static_cast<int64_t>(e - b), p0_, p1_);
-    };
-    ctx.parallel_for(static_cast<size_t>(d.numel()), kElementwiseGrain, std::move(body));
-  }
-
- private:
-  Fn fn_;
-  float p0_, p1_;
 };
 
 // Bid for a one-input element-wise op over the given dtypes; returns elements as flops.

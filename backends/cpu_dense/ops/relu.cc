@@ -11,9 +11,9 @@ double relu_bid(const Node& node) { return unary_bid(node, {MN_F32}); }
 
 std::unique_ptr<Kernel> relu_make(const Node& node) {
   relu_bid(node);
-  return std::make_unique<F32RunKernel>(
+  return make_unary<float>(
       node, "f32_relu__hwy",
-      [](const float* x, float* y, int64_t n, float, float) { kernels::f32_relu(x, y, n); });
+      F32Run{[](const float* x, float* y, int64_t n, float, float) { kernels::f32_relu(x, y, n); }});
 }
 
 }  // namespace cpu_dense
