@@ -8,6 +8,7 @@
 
 #include "broadcast.h"
 #include "dtype_dispatch.h"
+#include "kernels/eltwise.h"
 #include "unary.h"
 
 namespace minnow {
@@ -20,6 +21,16 @@ struct BinaryOpBase {
   static constexpr bool nonzero_b() {
     return false;
   }
+  // The kernels::BinaryKind whose SIMD kernel computes this op on float32 runs, or -1.
+  static constexpr int kF32Kind = -1;
+};
+template <class Op, class = void>
+struct F32KindOf {
+  static constexpr int value = -1;
+};
+template <class Op>
+struct F32KindOf<Op, std::void_t<decltype(Op::kF32Kind)>> {
+  static constexpr int value = Op::kF32Kind;
 };
 
 // int64 arithmetic wraps (two's complement) instead of overflowing into undefined
@@ -62,6 +73,14 @@ inline float wrap_mul(float a, float b) { return a * b; }
 template <class TA, class TB, class TO, class Op>
 inline void binary_span(const Op& op, const TA* a, int64_t sa, const TB* b, int64_t sb, TO* y,
                         int64_t n) {
+  if constexpr (std::is_same<TA, float>::value && std::is_same<TB, float>::value &&
+                std::is_same<TO, float>::value && F32KindOf<Op>::value >= 0) {
+    if ((sa == 0 || sa == 1) && (sb == 0 || sb == 1)) {
+      kernels::f32_binary(static_cast<kernels::BinaryKind>(F32KindOf<Op>::value), a, sa == 0, b,
+                          sb == 0, y, n);
+      return;
+    }
+  }
   if (sa == 1 && sb == 1) {
     for (int64_t i = 0; i < n; ++i) y[i] = op(a[i], b[i]);
   } else if (sa == 0 && sb == 1) {

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "common.h"
+#include "kernels/eltwise.h"
 
 namespace minnow {
 namespace cpu_dense {
@@ -32,20 +33,16 @@ class GlobalPoolKernel final : public OpKernel {
     const int64_t plane = d.prod(2, d.rank);
     const bool is_max = max_;
     auto body = [&](size_t r0, size_t r1) {
+      if (!is_max) {  // SIMD; the double-sum reference is kernels::f32_global_avg_ref
+        kernels::f32_global_avg(x + r0 * plane, static_cast<int64_t>(r1 - r0), plane, y + r0);
+        return;
+      }
       for (size_t r = r0; r < r1; ++r) {
         const float* xp = x + r * plane;
-        if (is_max) {
-          float m = -std::numeric_limits<float>::infinity();
-          for (int64_t i = 0; i < plane; ++i)
-            if (xp[i] > m || is_nan(xp[i])) m = xp[i];
-          y[r] = m;
-        } else {
-          // Sum in double: planes can be large (a whole feature map) and this is the
-          // reference the fast kernels are measured against.
-          double s = 0;
-          for (int64_t i = 0; i < plane; ++i) s += xp[i];
-          y[r] = plane ? static_cast<float>(s / static_cast<double>(plane)) : 0.0f;
-        }
+        float m = -std::numeric_limits<float>::infinity();
+        for (int64_t i = 0; i < plane; ++i)
+          if (xp[i] > m || is_nan(xp[i])) m = xp[i];
+        y[r] = m;
       }
     };
     ctx.parallel_for(static_cast<size_t>(d[0] * d[1]), grain_for(static_cast<double>(plane)),

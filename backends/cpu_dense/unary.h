@@ -29,6 +29,13 @@ MINNOW_CPU_DENSE_DTYPE_OF(uint32_t, MN_U32)
 MINNOW_CPU_DENSE_DTYPE_OF(uint64_t, MN_U64)
 #undef MINNOW_CPU_DENSE_DTYPE_OF
 
+// A float32 element-wise op computed over whole runs by a kernels/eltwise.h function
+// fn(x, y, n, p0, p1) (p0, p1: the op's parameters), for UnaryKernel<float, F32Run>.
+struct F32Run {
+  void (*fn)(const float* x, float* y, int64_t n, float p0, float p1);
+  float p0 = 0, p1 = 0;
+};
+
 template <class T, class F>
 class UnaryKernel final : public OpKernel {
  public:
@@ -53,7 +60,10 @@ class UnaryKernel final : public OpKernel {
     const F f = f_;
     // Reading x[i] before writing y[i] keeps the in-place case (x == y) correct.
     auto body = [&](size_t b, size_t e) {
-      for (size_t i = b; i < e; ++i) y[i] = f(x[i]);
+      if constexpr (std::is_same<F, F32Run>::value)
+        f.fn(x + b, y + b, static_cast<int64_t>(e - b), f.p0, f.p1);
+      else
+        for (size_t i = b; i < e; ++i) y[i] = f(x[i]);
     };
     ctx.parallel_for(static_cast<size_t>(d.numel()), kElementwiseGrain, std::move(body));
   }

@@ -8,6 +8,7 @@ namespace cpu_dense {
 
 namespace {
 struct AddOp : BinaryOpBase {
+  static constexpr int kF32Kind = static_cast<int>(kernels::BinaryKind::kAdd);
   template <class T>
   T operator()(T a, T b) const {
     return wrap_add(a, b);
@@ -22,7 +23,7 @@ double add_bid(const Node& node) {
 std::unique_ptr<Kernel> add_make(const Node& node) {
   add_bid(node);
   if (auto k = make_binary_other_int<AddOp>(node, "int_add_ref")) return k;
-  return make_binary<AddOp>(node, "f32_add_ref", "i64_add_ref");
+  return make_binary<AddOp>(node, "f32_vadd__hwy", "i64_add_ref");
 }
 
 }  // namespace cpu_dense

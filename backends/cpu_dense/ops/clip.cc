@@ -7,6 +7,7 @@
 
 #include "../binary.h"
 #include "../ops.h"
+#include "../kernels/eltwise.h"
 
 namespace minnow {
 namespace cpu_dense {
@@ -40,6 +41,10 @@ class ClipKernel final : public OpKernel {
     const T* x = static_cast<const T*>(in[0].data);
     T* y = static_cast<T*>(out[0].data);
     auto body = [&](size_t b, size_t e) {
+      if constexpr (std::is_same<T, float>::value) {
+        kernels::f32_clip(x + b, y + b, static_cast<int64_t>(e - b), lo, hi);
+        return;
+      }
       for (size_t i = b; i < e; ++i) {
         const T v = x[i] < lo ? lo : x[i];
         y[i] = v > hi ? hi : v;
@@ -103,9 +108,9 @@ std::unique_ptr<Kernel> clip_make(const Node& node) {
     with_other_int(dt, [&](auto t) { k = make_clip<decltype(t)>(node, "int_clip_ref", dt); });
     return k;
   }
-  if (node.op_version() >= 11) return make_clip<float>(node, "f32_clip_ref", MN_F32);
+  if (node.op_version() >= 11) return make_clip<float>(node, "f32_clip__hwy", MN_F32);
   return std::make_unique<ClipKernel<float>>(
-      node, "f32_clip_ref", MN_F32, false,
+      node, "f32_clip__hwy", MN_F32, false,
       node.attr_float("min", std::numeric_limits<float>::lowest()),
       node.attr_float("max", std::numeric_limits<float>::max()));
 }

@@ -9,6 +9,7 @@ namespace cpu_dense {
 
 namespace {
 struct DivOp : BinaryOpBase {
+  static constexpr int kF32Kind = static_cast<int>(kernels::BinaryKind::kDiv);
   template <class TB>
   static constexpr bool nonzero_b() {
     return std::is_integral<TB>::value;
@@ -37,7 +38,7 @@ double div_bid(const Node& node) {
 std::unique_ptr<Kernel> div_make(const Node& node) {
   div_bid(node);
   if (auto k = make_binary_other_int<DivOp>(node, "int_div_ref")) return k;
-  return make_binary<DivOp>(node, "f32_div_ref", "i64_div_ref");
+  return make_binary<DivOp>(node, "f32_vdiv__hwy", "i64_div_ref");
 }
 
 }  // namespace cpu_dense

@@ -8,6 +8,7 @@ namespace cpu_dense {
 
 namespace {
 struct MulOp : BinaryOpBase {
+  static constexpr int kF32Kind = static_cast<int>(kernels::BinaryKind::kMul);
   template <class T>
   T operator()(T a, T b) const {
     return wrap_mul(a, b);
@@ -22,7 +23,7 @@ double mul_bid(const Node& node) {
 std::unique_ptr<Kernel> mul_make(const Node& node) {
   mul_bid(node);
   if (auto k = make_binary_other_int<MulOp>(node, "int_mul_ref")) return k;
-  return make_binary<MulOp>(node, "f32_mul_ref", "i64_mul_ref");
+  return make_binary<MulOp>(node, "f32_vmul__hwy", "i64_mul_ref");
 }
 
 }  // namespace cpu_dense

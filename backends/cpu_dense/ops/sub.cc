@@ -8,6 +8,7 @@ namespace cpu_dense {
 
 namespace {
 struct SubOp : BinaryOpBase {
+  static constexpr int kF32Kind = static_cast<int>(kernels::BinaryKind::kSub);
   template <class T>
   T operator()(T a, T b) const {
     return wrap_sub(a, b);
@@ -22,7 +23,7 @@ double sub_bid(const Node& node) {
 std::unique_ptr<Kernel> sub_make(const Node& node) {
   sub_bid(node);
   if (auto k = make_binary_other_int<SubOp>(node, "int_sub_ref")) return k;
-  return make_binary<SubOp>(node, "f32_sub_ref", "i64_sub_ref");
+  return make_binary<SubOp>(node, "f32_vsub__hwy", "i64_sub_ref");
 }
 
 }  // namespace cpu_dense

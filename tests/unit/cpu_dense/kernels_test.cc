@@ -1,11 +1,13 @@
 // The cpu_dense SIMD kernels (packed GEMM, GEMM convolution, direct depthwise) against
 // their references over odd shapes: sizes that are not multiples of the tile or vector
 // width, M/N/K = 1, tiny and large maps, strides 1-3, asymmetric pads, dilation, groups,
-// depthwise multipliers, epilogue bias / beta / clamp.
+// depthwise multipliers, epilogue bias / beta / clamp; the element-wise kernels (activations,
+// binary ops, global average) over lengths around the vector widths, in place and not.
 // Built for the host and, by scripts/arm64/test_kernels.sh, for aarch64 under qemu.
 #include <doctest/doctest.h>
 
 #include "kernels/conv.h"
+#include "kernels/eltwise.h"
 #include "kernels/gemm.h"
 
 #include <cmath>
@@ -253,4 +255,100 @@ TEST_CASE("direct max pooling matches the reference (pads, strides, dilation, ce
             ++count;
           }
   CHECK(count > 100);
+}
+
+namespace {
+
+// The element-wise kernels must give the reference's exact values (NaN where it has NaN).
+void expect_same(const std::vector<float>& got, const std::vector<float>& want,
+                 const std::string& what) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    const bool same = std::isnan(want[i]) ? std::isnan(got[i]) : got[i] == want[i];
+    if (!same) {
+      FAIL_CHECK(what << ": element " << i << " got " << got[i] << " want " << want[i]);
+      return;
+    }
+  }
+}
+
+// Lengths around every vector width (4, 8, 16 floats) and a large one.
+const int64_t kLengths[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 65, 1000, 4099};
+
+// Random values with specials sprinkled in: NaN, +-inf, +-0, exact bounds of Clip.
+std::vector<float> eltwise_input(std::mt19937& rng, int64_t n) {
+  std::vector<float> v = randn(rng, static_cast<size_t>(n));
+  const float specials[] = {kNaN, kInf, -kInf, 0.0f, -0.0f, 0.5f, -0.25f};
+  for (size_t i = 0; i < v.size(); i += 5) v[i] = specials[(i / 5) % 7];
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("element-wise activations match the reference (odd lengths, NaN, in place)") {
+  std::mt19937 rng(11);
+  const float bounds[][2] = {{0.0f, 6.0f}, {-0.25f, 0.5f}, {0.5f, -0.25f}, {-kInf, kInf}};
+  for (int64_t n : kLengths) {
+    const std::vector<float> x = eltwise_input(rng, n);
+    const std::string at = " n=" + std::to_string(n);
+    std::vector<float> want(x.size()), got(x.size());
+    f32_relu_ref(x.data(), want.data(), n);
+    f32_relu(x.data(), got.data(), n);
+    expect_same(got, want, "relu" + at);
+    got = x;
+    f32_relu(got.data(), got.data(), n);
+    expect_same(got, want, "relu in place" + at);
+    for (const auto& b : bounds) {
+      f32_clip_ref(x.data(), want.data(), n, b[0], b[1]);
+      got = x;
+      f32_clip(got.data(), got.data(), n, b[0], b[1]);
+      expect_same(got, want, "clip" + at + " lo=" + std::to_string(b[0]));
+    }
+    f32_leaky_relu_ref(x.data(), want.data(), n, 0.1f);
+    f32_leaky_relu(x.data(), got.data(), n, 0.1f);
+    expect_same(got, want, "leaky_relu" + at);
+  }
+}
+
+TEST_CASE("element-wise binary ops match the reference (dense, scalar operands, in place)") {
+  std::mt19937 rng(12);
+  const BinaryKind ops[] = {BinaryKind::kAdd, BinaryKind::kSub, BinaryKind::kMul,
+                            BinaryKind::kDiv};
+  for (int64_t n : kLengths) {
+    const std::vector<float> a = eltwise_input(rng, n), b = randn(rng, static_cast<size_t>(n));
+    const float sa = 0.75f, sb = -1.5f;
+    for (BinaryKind op : ops)
+      for (int pattern = 0; pattern < 4; ++pattern) {
+        const bool as = pattern & 1, bs = pattern & 2;
+        const float* pa = as ? &sa : a.data();
+        const float* pb = bs ? &sb : b.data();
+        const std::string what = "op " + std::to_string(static_cast<int>(op)) + " pattern " +
+                                 std::to_string(pattern) + " n=" + std::to_string(n);
+        std::vector<float> want(a.size()), got(a.size());
+        f32_binary_ref(op, pa, as, pb, bs, want.data(), n);
+        f32_binary(op, pa, as, pb, bs, got.data(), n);
+        expect_same(got, want, what);
+        if (!as) {  // y aliases a
+          got = a;
+          f32_binary(op, got.data(), false, pb, bs, got.data(), n);
+          expect_same(got, want, what + " in place");
+        }
+      }
+  }
+}
+
+TEST_CASE("global average matches the double-sum reference") {
+  std::mt19937 rng(13);
+  const int64_t planes_list[] = {1, 3, 17};
+  const int64_t plane_list[] = {0, 1, 3, 7, 17, 49, 196, 1000, 3136};
+  for (int64_t planes : planes_list)
+    for (int64_t plane : plane_list) {
+      const std::vector<float> x = randn(rng, static_cast<size_t>(planes * plane));
+      std::vector<float> want(static_cast<size_t>(planes)), got(want.size(), kNaN);
+      f32_global_avg_ref(x.data(), planes, plane, want.data());
+      f32_global_avg(x.data(), planes, plane, got.data());
+      // float summation of up to 3136 values in [-1, 1]: far below 1e-5 relative to 1.
+      expect_close(got, want,
+                   "planes=" + std::to_string(planes) + " plane=" + std::to_string(plane));
+    }
 }

@@ -94,7 +94,7 @@ TEST_SUITE("plugin") {
     CHECK(bd.cost >= 1.0);
     mn_kernel k;
     REQUIRE(b->prepare(b->user, &n, &k, &err) == MN_OK);
-    CHECK(std::string(k.name) == "f32_relu_ref");
+    CHECK(std::string(k.name) == "f32_relu__hwy");
     k.destroy(k.state);
     // The registration's error path: no add_backend.
     mn_registrar bad = r;
