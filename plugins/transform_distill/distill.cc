@@ -113,12 +113,6 @@ void write_back(ir::ModelIR& m, const ParamState& s, const Value& w) {
   Layout layout = layout_of(m, s.tensor);
   std::vector<float> vals;
   for (int64_t sl : layout.slots) vals.push_back(w.data[size_t(sl)]);
-  if (layout.sparse && layout.row_ptr.empty()) {  // block-sparse: re-encode from values
-    Tensor t(DataType::kFloat32, w.shape);
-    std::copy(w.data.begin(), w.data.end(), t.data<float>());
-    store_smallest(m, s.tensor, t);
-    return;
-  }
   store_values(m, s.tensor, layout, vals);
 }
 

@@ -103,13 +103,13 @@ void prune(TransformContext& ctx) {
   for (size_t i = 0; i < ws.size(); ++i) {
     if (ws[i].elements() < min_size) continue;  // left exactly as stored
     uint64_t old_bytes = stored_bytes(m, uniq[i].tensor);
-    bool csr = store_smallest(m, uniq[i].tensor, ws[i]);
+    Layout stored = store_smallest(m, uniq[i].tensor, ws[i]);
     double z = zero_fraction(ws[i]);
     total += ws[i].elements();
     zeros += int64_t(std::llround(z * double(ws[i].elements())));
-    std::snprintf(line, sizeof line, "  %-24s %9lld params  sparsity %5.1f%% -> %5.1f%%  %s  %llu -> %llu bytes\n",
+    std::snprintf(line, sizeof line, "  %-24s %9lld params  sparsity %5.1f%% -> %5.1f%%  %-7s  %llu -> %llu bytes\n",
                   uniq[i].name.c_str(), (long long)ws[i].elements(), 100 * before[i], 100 * z,
-                  csr ? "CSR  " : "dense", (unsigned long long)old_bytes,
+                  layout_name(stored).c_str(), (unsigned long long)old_bytes,
                   (unsigned long long)stored_bytes(m, uniq[i].tensor));
     ctx.report << line;
   }

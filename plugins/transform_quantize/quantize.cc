@@ -36,8 +36,8 @@ Choice choose_layout(const Tensor& w, int bits, const std::string& mode) {
   Layout sp = csr_layout(w);
   const int64_t n = w.elements();
   const int64_t nnz = int64_t(sp.slots.size());
-  uint64_t dense_bytes = (uint64_t(n) * uint64_t(bits) + 7) / 8;
-  uint64_t sparse_bytes = csr_index_bytes(sp) + (uint64_t(nnz) * uint64_t(bits) + 7) / 8;
+  uint64_t dense_bytes = padded((uint64_t(n) * uint64_t(bits) + 7) / 8);
+  uint64_t sparse_bytes = sparse_index_bytes(sp) + padded((uint64_t(nnz) * uint64_t(bits) + 7) / 8);
   Choice c;
   // layout=dense suits a following huffman step: the zero index then costs about one bit,
   // less than CSR's 32-bit column index per non-zero.
@@ -75,9 +75,10 @@ void codebook(ir::ModelIR& m, int t, const Tensor& w, int bits, const std::strin
 
 void uniform(ir::ModelIR& m, int t, const Tensor& w, int bits, int axis, const std::string& mode) {
   const Shape& s = w.shape();
-  const int64_t channels = s[size_t(axis)];
-  int64_t inner = 1;
-  for (size_t k = size_t(axis) + 1; k < s.size(); ++k) inner *= s[k];
+  // axis < 0: one scale for the whole tensor.
+  const int64_t channels = axis < 0 ? 1 : s[size_t(axis)];
+  int64_t inner = axis < 0 ? w.elements() : 1;
+  for (size_t k = size_t(axis) + 1; axis >= 0 && k < s.size(); ++k) inner *= s[k];
   const int qmax = (1 << (bits - 1)) - 1;
   std::vector<float> scale(size_t(channels), 0.f);
   const float* p = w.data<float>();
@@ -95,8 +96,8 @@ void uniform(ir::ModelIR& m, int t, const Tensor& w, int bits, int axis, const s
   Tensor levels(DataType::kFloat32, s);
   for (int64_t k = 0; k < w.elements(); ++k) levels.data<float>()[k] = float(q[size_t(k)]);
   Layout sp = csr_layout(levels);
-  uint64_t dense_bytes = (uint64_t(w.elements()) * bits + 7) / 8;
-  uint64_t sparse_bytes = csr_index_bytes(sp) + (uint64_t(sp.slots.size()) * bits + 7) / 8;
+  uint64_t dense_bytes = padded((uint64_t(w.elements()) * bits + 7) / 8);
+  uint64_t sparse_bytes = sparse_index_bytes(sp) + padded((uint64_t(sp.slots.size()) * bits + 7) / 8);
   bool sparse = mode == "sparse" || (mode == "auto" && sparse_bytes < dense_bytes);
   Layout l = sparse && !sp.slots.empty() ? sp : dense_layout(sp.rows, sp.cols);
   if (bits == 8) {
@@ -132,6 +133,15 @@ void quantize(TransformContext& ctx) {
   // get `small_bits` (Deep Compression likewise gave conv layers more bits than fc).
   const int64_t small_size = ctx.options.get_int("small_size", 0);
   const int small_bits = int(ctx.options.get_int("small_bits", 8));
+  // Small tensors at 8 bits are stored as per-channel int8 levels (small_kind=uniform):
+  // a 256-entry codebook would cost more than the tensor.
+  const std::string small_kind = ctx.options.get_string("small_kind", "uniform");
+  // bias_bits=8: biases (Gemm / Conv input 2, LSTM / GRU / RNN input 3) as per-tensor
+  // symmetric int8; 0 leaves them float.
+  const int bias_bits = int(ctx.options.get_int("bias_bits", 0));
+  if (small_kind != "codebook" && small_kind != "uniform")
+    throw std::runtime_error("quantize: small_kind must be codebook or uniform");
+  if (bias_bits != 0 && bias_bits != 8) throw std::runtime_error("quantize: bias_bits must be 0 or 8");
   if (layout != "auto" && layout != "dense" && layout != "sparse")
     throw std::runtime_error("quantize: layout must be auto, dense or sparse");
   if (kind != "codebook" && kind != "uniform") throw std::runtime_error("quantize: kind must be codebook or uniform");
@@ -152,7 +162,8 @@ void quantize(TransformContext& ctx) {
   ctx.report << "quantize (" << kind << ", " << bits << " bits):\n";
   std::string params = "{\"kind\":\"" + kind + "\",\"bits\":" + std::to_string(bits) + ",\"min_size\":" +
                        std::to_string(min_size) + ",\"layout\":\"" + layout + "\",\"small_size\":" +
-                       std::to_string(small_size) + ",\"small_bits\":" + std::to_string(small_bits);
+                       std::to_string(small_size) + ",\"small_bits\":" + std::to_string(small_bits) +
+                       ",\"small_kind\":\"" + small_kind + "\",\"bias_bits\":" + std::to_string(bias_bits);
   for (const auto& r : refs) {
     if (std::find(done.begin(), done.end(), r.tensor) != done.end()) continue;
     done.push_back(r.tensor);
@@ -165,7 +176,8 @@ void quantize(TransformContext& ctx) {
     if (w.elements() < min_size) continue;
     uint64_t before = stored_bytes(m, r.tensor);
     Tensor orig = w.clone();
-    if (kind == "codebook") codebook(m, r.tensor, w, b, layout);
+    const std::string k = elements < small_size ? small_kind : kind;
+    if (k == "codebook") codebook(m, r.tensor, w, b, layout);
     else uniform(m, r.tensor, w, b, r.out_axis, layout);
     Tensor back = constant_f32(m, r.tensor);
     double err = 0, ref = 0;
@@ -180,6 +192,22 @@ void quantize(TransformContext& ctx) {
                   r.name.c_str(), (long long)w.elements(), b, sparse ? "CSR  " : "dense",
                   (unsigned long long)before, (unsigned long long)stored_bytes(m, r.tensor),
                   ref > 0 ? std::sqrt(err / ref) : 0.0);
+    ctx.report << line;
+  }
+  if (bias_bits) {
+    uint64_t before = 0, after = 0;
+    int count = 0;
+    for (int t : bias_tensors(m)) {
+      if (std::find(done.begin(), done.end(), t) != done.end()) continue;
+      done.push_back(t);
+      Tensor bias = constant_f32(m, t);
+      before += stored_bytes(m, t);
+      uniform(m, t, bias, 8, -1, "dense");
+      after += stored_bytes(m, t);
+      ++count;
+    }
+    std::snprintf(line, sizeof line, "  %d biases as int8 (per tensor): %llu -> %llu bytes\n", count,
+                  (unsigned long long)before, (unsigned long long)after);
     ctx.report << line;
   }
   ctx.parameters = params + "}";
