@@ -142,7 +142,7 @@ IndexCode best_index_code(const std::vector<int64_t>& blocks, bool huffman) {
     for (uint32_t v : sym) freq[v]++;
     while (freq.size() > 1 && freq.back() == 0) freq.pop_back();  // shorter code-length table
     std::vector<uint8_t> len = huffman_code_lengths(freq, 24);
-    uint64_t coded = padded((huffman_bits(freq, len) + 7) / 8) + len.size();
+    uint64_t coded = padded((huffman_bits(freq, len) + 7) / 8) + len.size() + 16;  // + the code-length vector's header
     if (coded < best.bytes) {
       best.bits = bits;
       best.lengths = std::move(len);

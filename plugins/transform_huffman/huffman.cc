@@ -15,6 +15,11 @@ namespace minnow {
 namespace compress {
 namespace {
 
+// What a Huffman stage costs in the flatbuffer besides its code lengths (table, vtable,
+// union entry), so tiny tensors are not coded for a loss.
+constexpr uint64_t kHuffmanStageBytes = 48;
+constexpr uint64_t kSparseStageBytes = 64;
+
 // A symbol stream stored packed or Huffman coded, whichever is smaller (file bytes).
 struct SymbolCode {
   std::vector<uint8_t> lengths;  // empty: packed
@@ -28,7 +33,7 @@ SymbolCode best_symbol_code(const std::vector<uint32_t>& sym, size_t alphabet, i
   for (uint32_t v : sym) freq[v]++;
   while (freq.size() > 1 && freq.back() == 0) freq.pop_back();
   std::vector<uint8_t> len = huffman_code_lengths(freq, max_len);
-  uint64_t coded = padded((huffman_bits(freq, len) + 7) / 8) + len.size();
+  uint64_t coded = padded((huffman_bits(freq, len) + 7) / 8) + len.size() + kHuffmanStageBytes;
   if (coded < c.bytes) {
     c.lengths = std::move(len);
     c.bytes = coded;
@@ -121,7 +126,7 @@ void huffman(TransformContext& ctx) {
       SymbolCode code_b;
       if (zero_is_zero && !lb.slots.empty()) {
         code_b = best_symbol_code(idx_b, cent.size(), bits, max_len);
-        bytes_b = best_index_code(lb.blocks, true).bytes + code_b.bytes + cent.size() * 4;
+        bytes_b = best_index_code(lb.blocks, true).bytes + code_b.bytes + cent.size() * 4 + kSparseStageBytes;
       }
       if (bytes_b < bytes_a) store_symbols(m, t, lb, cent, idx_b, bits, code_b);
       else store_symbols(m, t, dense_layout(l.rows, l.cols), cent_a, idx_a, bits, code_a);

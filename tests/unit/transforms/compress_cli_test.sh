@@ -18,11 +18,11 @@ mkdir "$WORK/out"
 json=$("$MINNOW" compress "$WORK/in.onnx" -o "$WORK/out/c.minnow" \
        --pipeline "fuse,prune:sparsity=0.6:scope=layer,quantize:bits=4,huffman" --json)
 echo "$json" | head -c 300; echo
-ratio=$(echo "$json" | sed -n 's/.*"ratio":\([0-9.]*\).*/\1/p')
+ratio=$(echo "$json" | sed -n 's/^{"bytes_before":[0-9]*,"bytes_after":[0-9]*,"ratio":\([0-9.]*\).*/\1/p')
 [ -n "$ratio" ] || fail "no ratio in the JSON summary"
 awk -v r="$ratio" 'BEGIN { exit !(r > 1.5) }' || fail "ratio $ratio is not above 1.5"
-before=$(echo "$json" | sed -n 's/.*"bytes_before":\([0-9]*\).*/\1/p')
-after=$(echo "$json" | sed -n 's/.*"bytes_after":\([0-9]*\).*/\1/p')
+before=$(echo "$json" | sed -n 's/^{"bytes_before":\([0-9]*\),.*/\1/p')
+after=$(echo "$json" | sed -n 's/^{"bytes_before":[0-9]*,"bytes_after":\([0-9]*\),.*/\1/p')
 [ "$(stat -c %s "$WORK/out/c.minnow")" = "$after" ] || fail "file size differs from bytes_after $after"
 [ "$before" -gt "$after" ] || fail "bytes_before $before not above bytes_after $after"
 
