@@ -158,6 +158,16 @@ std::vector<WeightRef> weight_tensors(const ir::ModelIR& m) {
   const auto& g = m.graph;
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const auto& node = g.nodes[n];
+    auto make_ref = [&](int node_index, int w, const Shape& s) {
+      WeightRef ref;
+      ref.node = node_index;
+      ref.tensor = w;
+      ref.name = g.tensors[size_t(w)].name;
+      ref.op = node.op;
+      ref.rows = s[0];
+      ref.cols = shape_elements(s) / s[0];
+      return ref;
+    };
     if (!node.domain.empty() || node.inputs.size() < 2) continue;
     if (node.op == "LSTM" || node.op == "GRU" || node.op == "RNN") {
       // Input (W) and recurrent (R) gate weights [directions, gates x hidden, in]: one
@@ -167,15 +177,8 @@ std::vector<WeightRef> weight_tensors(const ir::ModelIR& m) {
         if (w < 0 || !is_constant(m, w) || g.tensors[w].dtype != DataType::kFloat32) continue;
         Shape s = g.tensors[w].static_shape();
         if (s.size() != 3) continue;
-        WeightRef ref;
-        ref.node = int(n);
-        ref.tensor = w;
-        ref.name = g.tensors[w].name;
-        ref.op = node.op;
-        ref.rows = s[0];
-        ref.cols = shape_elements(s) / s[0];
-        ref.out_axis = 1;
-        r.push_back(ref);
+        r.push_back(make_ref(int(n), w, s));
+        r.back().out_axis = 1;
       }
       continue;
     }
@@ -184,13 +187,7 @@ std::vector<WeightRef> weight_tensors(const ir::ModelIR& m) {
     if (!is_constant(m, w) || g.tensors[w].dtype != DataType::kFloat32) continue;
     Shape s = g.tensors[w].static_shape();
     if (s.size() < 2) continue;
-    WeightRef ref;
-    ref.node = int(n);
-    ref.tensor = w;
-    ref.name = g.tensors[w].name;
-    ref.op = node.op;
-    ref.rows = s[0];
-    ref.cols = shape_elements(s) / s[0];
+    WeightRef ref = make_ref(int(n), w, s);
     if (node.op == "Conv") ref.out_axis = 0;
     else if (node.op == "MatMul") ref.out_axis = int(s.size()) - 1;
     else {

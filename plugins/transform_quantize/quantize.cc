@@ -51,26 +51,81 @@ Choice choose_layout(const Tensor& w, int bits, const std::string& mode) {
   return c;
 }
 
-void codebook(ir::ModelIR& m, int t, const Tensor& w, int bits, const std::string& mode) {
-  Choice ch = choose_layout(w, bits, mode);
-  const float* p = w.data<float>();
+// Per-layer k-means over the stored values `v` (one per slot); a zero centroid first when
+// the layout keeps pruned zeros.
+struct Book {
+  std::vector<float> cent;
+  std::vector<uint32_t> idx;
+};
+Book kmeans_book(const Choice& ch, const std::vector<float>& v, int bits) {
   std::vector<float> vals;
   std::vector<size_t> which;  // slot positions that take part in k-means
-  for (size_t s = 0; s < ch.layout.slots.size(); ++s) {
-    float v = p[ch.layout.slots[s]];
-    if (ch.zero_centroid && v == 0.f) continue;
-    vals.push_back(v);
+  for (size_t s = 0; s < v.size(); ++s) {
+    if (ch.zero_centroid && v[s] == 0.f) continue;
+    vals.push_back(v[s]);
     which.push_back(s);
   }
   int k = (1 << bits) - (ch.zero_centroid ? 1 : 0);
   KMeansResult km = kmeans_1d(vals, k);
-  std::vector<float> cent;
-  std::vector<uint32_t> idx(ch.layout.slots.size(), 0);
-  if (ch.zero_centroid) cent.push_back(0.f);
-  const uint32_t off = uint32_t(cent.size());
-  for (float c : km.centroids) cent.push_back(c);
-  for (size_t i = 0; i < which.size(); ++i) idx[which[i]] = km.assign[i] + off;
-  store_codebook(m, t, ch.layout, cent, idx, bits);
+  Book b;
+  b.idx.assign(v.size(), 0);
+  if (ch.zero_centroid) b.cent.push_back(0.f);
+  const uint32_t off = uint32_t(b.cent.size());
+  for (float c : km.centroids) b.cent.push_back(c);
+  for (size_t i = 0; i < which.size(); ++i) b.idx[which[i]] = km.assign[i] + off;
+  return b;
+}
+
+// Mean over output channels of each channel's relative squared error.
+double channel_error(const std::vector<double>& err, const std::vector<double>& ref) {
+  double e = 0;
+  int n = 0;
+  for (size_t c = 0; c < err.size(); ++c)
+    if (ref[c] > 0) { e += err[c] / ref[c]; ++n; }
+  return n ? e / n : 0;
+}
+
+// A per-layer codebook; or, when the output channels' ranges differ so much that one
+// codebook serves the small channels badly (BatchNormalization folded into the weights
+// does this), a codebook of the values divided by their channel's max |w|, with the
+// per-channel scales as QuantParams (the loader multiplies them back). The scaled form
+// costs 4 bytes per channel, so it is taken only when it halves the mean per-channel error.
+void codebook(ir::ModelIR& m, int t, const Tensor& w, int bits, int axis, const std::string& mode) {
+  Choice ch = choose_layout(w, bits, mode);
+  m.graph.tensors[size_t(t)].quant = ir::QuantParams{};
+  const float* p = w.data<float>();
+  const Shape& sh = w.shape();
+  const int64_t channels = axis >= 0 && axis < int(sh.size()) ? sh[size_t(axis)] : 1;
+  int64_t inner = 1;
+  for (size_t k = size_t(axis) + 1; axis >= 0 && k < sh.size(); ++k) inner *= sh[k];
+  auto chan = [&](int64_t e) { return size_t((e / inner) % channels); };
+  std::vector<float> smax(size_t(channels), 0.f);
+  for (int64_t e = 0; e < w.elements(); ++e) smax[chan(e)] = std::max(smax[chan(e)], std::fabs(p[e]));
+  for (auto& x : smax) x = x > 0 ? x : 1.f;
+  std::vector<float> plain, scaled;
+  for (int64_t sl : ch.layout.slots) {
+    plain.push_back(p[sl]);
+    scaled.push_back(p[sl] / smax[chan(sl)]);
+  }
+  Book a = kmeans_book(ch, plain, bits);
+  if (channels < 2) return store_codebook(m, t, ch.layout, a.cent, a.idx, bits);
+  Book b = kmeans_book(ch, scaled, bits);
+  std::vector<double> ea(size_t(channels), 0), eb(size_t(channels), 0), ref(size_t(channels), 0);
+  for (size_t s = 0; s < plain.size(); ++s) {
+    size_t c = chan(ch.layout.slots[s]);
+    ref[c] += double(plain[s]) * plain[s];
+    ea[c] += std::pow(double(a.cent[a.idx[s]]) - plain[s], 2);
+    eb[c] += std::pow(double(b.cent[b.idx[s]]) * smax[c] - plain[s], 2);
+  }
+  if (channel_error(eb, ref) >= 0.5 * channel_error(ea, ref))
+    return store_codebook(m, t, ch.layout, a.cent, a.idx, bits);
+  store_codebook(m, t, ch.layout, b.cent, b.idx, bits);
+  auto& qp = m.graph.tensors[size_t(t)].quant;
+  qp = ir::QuantParams{};
+  qp.scale = smax;
+  qp.axis = axis;
+  qp.bits = bits;
+  qp.symmetric = true;
 }
 
 void uniform(ir::ModelIR& m, int t, const Tensor& w, int bits, int axis, const std::string& mode) {
@@ -116,8 +171,7 @@ void uniform(ir::ModelIR& m, int t, const Tensor& w, int bits, int axis, const s
   }
   auto& qp = m.graph.tensors[size_t(t)].quant;
   qp = ir::QuantParams{};
-  qp.scale = scale;
-  qp.zero_point.assign(scale.size(), 0);
+  qp.scale = scale;  // symmetric: no zero points stored (the loader reads none as 0)
   qp.axis = axis;
   qp.bits = bits;
   qp.symmetric = true;
@@ -177,7 +231,7 @@ void quantize(TransformContext& ctx) {
     uint64_t before = stored_bytes(m, r.tensor);
     Tensor orig = w.clone();
     const std::string k = elements < small_size ? small_kind : kind;
-    if (k == "codebook") codebook(m, r.tensor, w, b, layout);
+    if (k == "codebook") codebook(m, r.tensor, w, b, r.out_axis, layout);
     else uniform(m, r.tensor, w, b, r.out_axis, layout);
     Tensor back = constant_f32(m, r.tensor);
     double err = 0, ref = 0;
