@@ -78,6 +78,18 @@ std::string take(KV& kv, const std::string& key, const std::string& def) {
   return def;
 }
 
+// The presets (docs/COMPRESSION.md): one pipeline each, the same for every model.
+// fast: no data. Only wide layers (fan-in >= 256) are pruned, to 50 %, since nothing
+// re-trains them; 4-bit codebooks (per-channel int8 under 1,000 weights), int8 biases.
+constexpr const char* kFastPipeline =
+    "fuse:names=short,prune:sparsity=0.5:scope=layer:min_cols=256,quantize:bits=4:small_size=1000:bias_bits=8,huffman";
+// smallest: distillation with gradual global magnitude pruning inside it (to 94 % over
+// the first half of 3 epochs, lr 3e-3 decaying to 1e-4), then 4-bit codebooks whose
+// centroids are fine-tuned once more, int8 biases, Huffman.
+constexpr const char* kSmallestPipeline =
+    "fuse:names=short,distill:epochs=3:sparsity=0.94:lr=0.003:lr_end=0.0001:prune_end=0.5,"
+    "quantize:bits=4:layout=dense:small_size=1000:bias_bits=8,distill:epochs=1:lr_end=0.0001,huffman";
+
 // prune:gradual=G followed by distill -> G rounds of prune(s_k) + distill(epochs / G).
 std::vector<Step> expand_gradual(const std::vector<Step>& in) {
   std::vector<Step> out;
@@ -176,8 +188,8 @@ void register_compress_command(CLI::App& app, GlobalOptions& g) {
     if (pipeline.empty()) {
       std::string p = preset.empty() ? "fast" : preset;
       if (p == "lossless") pipeline = "fuse";
-      else if (p == "fast") pipeline = "fuse,prune:sparsity=0.5:scope=layer:min_size=2000,quantize:bits=4:small_size=2000,huffman";
-      else pipeline = "fuse,prune:sparsity=0.92:gradual=3,distill:epochs=3,quantize:bits=4:layout=dense,distill:epochs=1,huffman";
+      else if (p == "fast") pipeline = kFastPipeline;
+      else pipeline = kSmallestPipeline;
     }
     std::vector<Step> steps = expand_gradual(parse_pipeline(pipeline));
     bool needs_train = false;

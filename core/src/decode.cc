@@ -72,6 +72,59 @@ class Decoder {
     return v;
   }
 
+  // Positions (row-major over the block grid) of the stored blocks, from row_ptr + col_idx.
+  Result<std::vector<int64_t>> explicit_positions(const ir::SparseStage& s, int64_t brows, int64_t bcols) {
+    auto row_ptr = int32_buffer(s.row_ptr, brows + 1, "row_ptr");
+    if (!row_ptr) return row_ptr.status();
+    const auto& rp = row_ptr.value();
+    if (rp[0] != 0) return err("row_ptr[0] is not 0");
+    for (int64_t r = 0; r < brows; ++r)
+      if (rp[r + 1] < rp[r]) return err("row_ptr decreases at row " + std::to_string(r));
+    auto col_idx = int32_buffer(s.col_idx, rp[brows], "col_idx");
+    if (!col_idx) return col_idx.status();
+    const auto& ci = col_idx.value();
+    std::vector<int64_t> pos(ci.size());
+    for (int64_t r = 0; r < brows; ++r)
+      for (int32_t k = rp[r]; k < rp[r + 1]; ++k) {
+        if (ci[k] < 0 || ci[k] >= bcols) return err("column index " + std::to_string(ci[k]) + " out of range");
+        pos[k] = r * bcols + ci[k];
+      }
+    return pos;
+  }
+
+  // Positions from the relative gap-symbol stream (schema SparseIndexFormat.RELATIVE).
+  Result<std::vector<int64_t>> relative_positions(const ir::SparseStage& s, int64_t grid) {
+    if (s.index_bits < 1 || s.index_bits > 16) return err("sparse index bits must be 1..16");
+    // Every symbol advances at least one position: bound the count before allocating.
+    if (s.index_count < 0 || s.index_count > grid)
+      return err("sparse index count " + std::to_string(s.index_count) + " exceeds the " + std::to_string(grid) +
+                 " positions of the matrix");
+    const ir::Blob& b = buffer(s.index_buffer);
+    std::vector<uint32_t> sym(static_cast<size_t>(s.index_count));
+    if (!s.index_code_lengths.empty()) {
+      MINNOW_RETURN_IF_ERROR(huffman_symbols(s.index_code_lengths, b, s.index_bit_length, s.index_count, sym.data()));
+    } else {
+      if (b.size * 8 < uint64_t(s.index_count) * uint64_t(s.index_bits)) return err("sparse index buffer too small");
+      uint64_t bit = 0;
+      for (auto& v : sym)
+        for (int j = 0; j < s.index_bits; ++j, ++bit) v |= uint32_t((b.data[bit >> 3] >> (bit & 7)) & 1) << j;
+    }
+    const uint32_t esc = (uint32_t(1) << s.index_bits) - 1;
+    std::vector<int64_t> pos;
+    int64_t p = 0;
+    for (uint32_t g : sym) {
+      if (g > esc) return err("sparse index symbol " + std::to_string(g) + " out of range");
+      p += g;
+      if (g == esc) {
+        if (p > grid) return err("sparse index stream runs past the end of the matrix");
+        continue;
+      }
+      if (p >= grid) return err("sparse index stream runs past the end of the matrix");
+      pos.push_back(p++);
+    }
+    return pos;
+  }
+
   Result<Stream> sparse(const ir::SparseStage& s, size_t i, int64_t count) {
     const int64_t br = s.block_rows, bc = s.block_cols;
     if (s.rows <= 0 || s.cols <= 0 || br <= 0 || bc <= 0 || s.nnz < 0)
@@ -83,18 +136,11 @@ class Decoder {
       return err("CSR stage with a block shape other than 1x1");
     if (s.rows % br || s.cols % bc) return err("block shape does not divide the matrix");
     const int64_t brows = s.rows / br, bcols = s.cols / bc, bsize = br * bc;
-    auto row_ptr = int32_buffer(s.row_ptr, brows + 1, "row_ptr");
-    if (!row_ptr) return row_ptr.status();
-    const auto& rp = row_ptr.value();
-    if (rp[0] != 0) return err("row_ptr[0] is not 0");
-    for (int64_t r = 0; r < brows; ++r)
-      if (rp[r + 1] < rp[r]) return err("row_ptr decreases at row " + std::to_string(r));
-    const int64_t nblocks = rp[brows];
-    if (nblocks * bsize != s.nnz) return err("row_ptr and nnz disagree");
-    auto col_idx = int32_buffer(s.col_idx, nblocks, "col_idx");
-    if (!col_idx) return col_idx.status();
-    for (int32_t c : col_idx.value())
-      if (c < 0 || c >= bcols) return err("column index " + std::to_string(c) + " out of range");
+    auto positions = s.index == ir::SparseIndex::kRelative ? relative_positions(s, brows * bcols)
+                                                            : explicit_positions(s, brows, bcols);
+    if (!positions) return positions.status();
+    const auto& pos = positions.value();
+    if (int64_t(pos.size()) * bsize != s.nnz) return err("sparse structure and nnz disagree");
     auto values = stage(i + 1, s.nnz);
     if (!values) return values.status();
     const Stream& v = values.value();
@@ -103,15 +149,15 @@ class Decoder {
     Stream out;
     out.type = v.type;
     out.bytes.assign(static_cast<size_t>(count) * es, 0);
-    const auto& ci = col_idx.value();
-    for (int64_t r = 0; r < brows; ++r)
-      for (int32_t k = rp[r]; k < rp[r + 1]; ++k)
-        for (int64_t y = 0; y < br; ++y)
-          for (int64_t x = 0; x < bc; ++x) {
-            int64_t dst = (r * br + y) * s.cols + int64_t(ci[k]) * bc + x;
-            int64_t src = int64_t(k) * bsize + y * bc + x;
-            std::memcpy(&out.bytes[dst * es], &v.bytes[src * es], es);
-          }
+    for (size_t k = 0; k < pos.size(); ++k) {
+      const int64_t r = pos[k] / bcols, c = pos[k] % bcols;
+      for (int64_t y = 0; y < br; ++y)
+        for (int64_t x = 0; x < bc; ++x) {
+          int64_t dst = (r * br + y) * s.cols + c * bc + x;
+          int64_t src = int64_t(k) * bsize + y * bc + x;
+          std::memcpy(&out.bytes[dst * es], &v.bytes[src * es], es);
+        }
+    }
     return out;
   }
 
@@ -152,11 +198,25 @@ class Decoder {
   Result<Stream> huffman(const ir::HuffmanStage& h, size_t i, int64_t count) {
     if (i + 1 != t_.encodings.size()) return err("a Huffman stage must be the last stage");
     if (h.count != count) return err("Huffman count disagrees with its consumer");
-    const size_t nsym = h.code_lengths.size();
+    // Every symbol takes at least one bit: check before allocating `count` symbols.
+    if (uint64_t(count) > h.bit_length) return err("Huffman stream of " + std::to_string(h.bit_length) + " bits cannot hold " + std::to_string(count) + " symbols");
+    Stream out;
+    out.type = DataType::kUInt32;
+    out.bytes.resize(static_cast<size_t>(count) * 4);
+    MINNOW_RETURN_IF_ERROR(huffman_symbols(h.code_lengths, buffer(h.bitstream), h.bit_length, count,
+                                           reinterpret_cast<uint32_t*>(out.bytes.data())));
+    return out;
+  }
+
+  // Decodes `count` symbols of a canonical Huffman code (code_lengths per symbol, codes
+  // MSB first) from the first `bit_length` bits of `b`.
+  Status huffman_symbols(const std::vector<uint8_t>& code_lengths, const ir::Blob& b, uint64_t bit_length,
+                         int64_t count, uint32_t* dst) {
+    const size_t nsym = code_lengths.size();
     if (nsym == 0 || nsym > (1u << 16)) return err("Huffman alphabet size out of range");
     constexpr int kMaxLen = 32;
     std::vector<int64_t> per_len(kMaxLen + 1, 0);
-    for (uint8_t l : h.code_lengths) {
+    for (uint8_t l : code_lengths) {
       if (l > kMaxLen) return err("Huffman code length above 32");
       if (l) per_len[l]++;
     }
@@ -167,23 +227,17 @@ class Decoder {
     std::vector<uint32_t> sorted;  // symbols by (length, value)
     for (int l = 1; l <= kMaxLen; ++l)
       for (size_t s = 0; s < nsym; ++s)
-        if (h.code_lengths[s] == l) sorted.push_back(static_cast<uint32_t>(s));
+        if (code_lengths[s] == l) sorted.push_back(static_cast<uint32_t>(s));
     if (sorted.empty() && count > 0) return err("Huffman code has no symbols");
-    const ir::Blob& b = buffer(h.bitstream);
-    if (h.bit_length > uint64_t(b.size) * 8) return err("Huffman bit length exceeds its buffer");
-    // Every symbol takes at least one bit: check before allocating `count` symbols.
-    if (uint64_t(count) > h.bit_length) return err("Huffman stream of " + std::to_string(h.bit_length) + " bits cannot hold " + std::to_string(count) + " symbols");
-    Stream out;
-    out.type = DataType::kUInt32;
-    out.bytes.resize(static_cast<size_t>(count) * 4);
-    uint32_t* dst = reinterpret_cast<uint32_t*>(out.bytes.data());
+    if (bit_length > uint64_t(b.size) * 8) return err("Huffman bit length exceeds its buffer");
+    if (uint64_t(count) > bit_length) return err("Huffman stream of " + std::to_string(bit_length) + " bits cannot hold " + std::to_string(count) + " symbols");
     uint64_t pos = 0;
     for (int64_t k = 0; k < count; ++k) {
       uint64_t code = 0, first = 0;
       int64_t index = 0;
       bool found = false;
       for (int l = 1; l <= kMaxLen; ++l) {
-        if (pos >= h.bit_length) return err("Huffman stream ends early");
+        if (pos >= bit_length) return err("Huffman stream ends early");
         code |= (b.data[pos >> 3] >> (7 - (pos & 7))) & 1;
         ++pos;
         if (code - first < uint64_t(per_len[l])) {
@@ -197,7 +251,7 @@ class Decoder {
       }
       if (!found) return err("invalid Huffman code");
     }
-    return out;
+    return Status::ok();
   }
 
   const ir::ModelIR& m_;

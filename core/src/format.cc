@@ -39,9 +39,13 @@ flatbuffers::Offset<fbs::Encoding> write_stage(flatbuffers::FlatBufferBuilder& b
     return fbs::CreateEncoding(b, fbs::EncodingStage::DenseEncoding, e.Union());
   }
   if (auto* s = std::get_if<ir::SparseStage>(&st)) {
+    flatbuffers::Offset<flatbuffers::Vector<uint8_t>> lengths;
+    if (!s->index_code_lengths.empty()) lengths = b.CreateVector(s->index_code_lengths);
     auto e = fbs::CreateSparseEncoding(b, static_cast<fbs::SparseFormat>(s->format), s->rows,
                                        s->cols, s->block_rows, s->block_cols, s->row_ptr,
-                                       s->col_idx, s->nnz);
+                                       s->col_idx, s->nnz,
+                                       static_cast<fbs::SparseIndexFormat>(s->index), s->index_bits,
+                                       s->index_count, s->index_buffer, lengths, s->index_bit_length);
     return fbs::CreateEncoding(b, fbs::EncodingStage::SparseEncoding, e.Union());
   }
   if (auto* c = std::get_if<ir::CodebookStage>(&st)) {
@@ -108,6 +112,14 @@ Status read_stage(const fbs::Encoding* e, ir::EncodingStage* out, const std::str
       st.row_ptr = s->row_ptr();
       st.col_idx = s->col_idx();
       st.nnz = s->nnz();
+      st.index = static_cast<ir::SparseIndex>(s->index_format());
+      if (st.index != ir::SparseIndex::kExplicit && st.index != ir::SparseIndex::kRelative)
+        return invalid_argument(where + ": unknown sparse index format");
+      st.index_bits = s->index_bits();
+      st.index_count = s->index_count();
+      st.index_buffer = s->index_buffer();
+      st.index_code_lengths = vec(s->index_code_lengths());
+      st.index_bit_length = s->index_bit_length();
       *out = st;
       return Status::ok();
     }
@@ -153,8 +165,12 @@ Status check_ir(const ir::ModelIR& m, const std::string& origin) {
       };
       if (auto* d = std::get_if<ir::DenseStage>(&st)) MINNOW_RETURN_IF_ERROR(check(d->buffer, "dense"));
       if (auto* s = std::get_if<ir::SparseStage>(&st)) {
-        MINNOW_RETURN_IF_ERROR(check(s->row_ptr, "row_ptr"));
-        MINNOW_RETURN_IF_ERROR(check(s->col_idx, "col_idx"));
+        if (s->index == ir::SparseIndex::kRelative) {
+          MINNOW_RETURN_IF_ERROR(check(s->index_buffer, "sparse index"));
+        } else {
+          MINNOW_RETURN_IF_ERROR(check(s->row_ptr, "row_ptr"));
+          MINNOW_RETURN_IF_ERROR(check(s->col_idx, "col_idx"));
+        }
       }
       if (auto* h = std::get_if<ir::HuffmanStage>(&st)) MINNOW_RETURN_IF_ERROR(check(h->bitstream, "huffman"));
     }

@@ -1,7 +1,8 @@
 // Writers for the schema's weight encodings, matching core/src/decode.cc exactly:
-// CSR (row_ptr / col_idx int32 over the tensor's 2-D view [dim0, rest]), codebooks
-// (centroids + n-bit indices packed little-endian, bit k*bits+j = bit j of index k), and
-// the choice of the smaller of dense and sparse.
+// sparse structure as a relative index stream (schema SparseIndexFormat.RELATIVE: gap
+// symbols over the tensor's 2-D view [dim0, rest], packed at the best width or Huffman
+// coded), CSR or BSR; codebooks (centroids + n-bit indices packed little-endian, bit
+// k*bits+j = bit j of index k); and the choice of the smallest of dense / CSR / BSR.
 #pragma once
 
 #include <minnow/ir.h>
@@ -16,30 +17,54 @@ namespace compress {
 std::vector<uint8_t> pack_bits(const std::vector<uint32_t>& idx, int bits);
 std::vector<uint32_t> unpack_bits(const uint8_t* data, size_t count, int bits);
 
-// Which elements are stored, in storage order: every element (dense) or the CSR
-// structure of the non-zeros of the tensor's 2-D view.
+// Bytes a buffer occupies in the file: each starts 64-byte aligned.
+inline uint64_t padded(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// Which elements are stored, in storage order: every element (dense) or the sparse
+// (CSR, or BSR with block_rows x block_cols blocks) structure of the tensor's 2-D view.
 struct Layout {
   bool sparse = false;
   int64_t rows = 0, cols = 0;
-  std::vector<int32_t> row_ptr, col_idx;
-  std::vector<int64_t> slots;  // flat element index of each stored value
+  int32_t block_rows = 1, block_cols = 1;
+  std::vector<int64_t> blocks;  // sparse: stored block positions, row-major over the block grid
+  std::vector<int64_t> slots;   // flat element index of each stored value, in storage order
 };
 Layout dense_layout(int64_t rows, int64_t cols);
 Layout csr_layout(const Tensor& w);  // non-zeros of w, 2-D view [dim0, rest]
-// The layout of a stored constant: CSR/BSR structure when its outermost stage is sparse.
+// Blocks of w (2-D view) holding any non-zero; empty layout (sparse=false) when the block
+// shape does not divide the matrix.
+Layout bsr_layout(const Tensor& w, int32_t block_rows, int32_t block_cols);
+// The layout of a stored constant (its outermost stage sparse or not).
 Layout layout_of(const ir::ModelIR& m, int t);
 
-// Bytes of the index structure (row_ptr + col_idx) of a CSR layout.
-uint64_t csr_index_bytes(const Layout& l);
+// The relative index stream of a layout's block positions at `bits` per symbol.
+std::vector<uint32_t> relative_symbols(const std::vector<int64_t>& blocks, int bits);
+// How the index stream is stored: packed `bits` wide, or Huffman coded (lengths non-empty).
+struct IndexCode {
+  int bits = 8;
+  std::vector<uint32_t> symbols;
+  std::vector<uint8_t> lengths;
+  uint64_t bytes = 0;  // index buffer (padded) + code lengths
+};
+// The smallest index coding over widths 1..12 (Huffman only when `huffman`).
+IndexCode best_index_code(const std::vector<int64_t>& blocks, bool huffman);
+// Bytes of the index structure of a sparse layout (packed at its best width, padded).
+uint64_t sparse_index_bytes(const Layout& l);
 
 // Stores float values (one per slot) under `layout`: [Dense] or [Sparse, Dense].
 void store_values(ir::ModelIR& m, int t, const Layout& layout, const std::vector<float>& values);
 // Stores a codebook (one index per slot): [Codebook] or [Sparse, Codebook].
 void store_codebook(ir::ModelIR& m, int t, const Layout& layout, const std::vector<float>& centroids,
                     const std::vector<uint32_t>& idx, int bits);
+// The sparse stage of a layout (index stream packed, or Huffman coded when `huffman` and
+// that is smaller).
+ir::SparseStage sparse_stage(ir::ModelIR& m, const Layout& l, bool huffman = false);
 
-// Stores w as dense or CSR of its non-zeros, whichever is smaller; returns true for CSR.
-bool store_smallest(ir::ModelIR& m, int t, const Tensor& w);
+// Stores w as dense, CSR or BSR (1x4, 4x1) of its non-zeros, whichever is smallest;
+// returns the layout chosen.
+Layout store_smallest(ir::ModelIR& m, int t, const Tensor& w);
+// "dense", "CSR" or "BSR RxC".
+std::string layout_name(const Layout& l);
 
 }  // namespace compress
 }  // namespace minnow

@@ -2,6 +2,7 @@
 
 #include <minnow/model.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -75,7 +76,10 @@ uint64_t stored_bytes(const ir::ModelIR& m, int t) {
   uint64_t n = 0;
   for (const auto& st : m.graph.tensors[t].encodings) {
     if (auto* d = std::get_if<ir::DenseStage>(&st)) n += m.buffers[d->buffer].size;
-    if (auto* s = std::get_if<ir::SparseStage>(&st)) n += m.buffers[s->row_ptr].size + m.buffers[s->col_idx].size;
+    if (auto* s = std::get_if<ir::SparseStage>(&st)) {
+      if (s->index == ir::SparseIndex::kRelative) n += m.buffers[s->index_buffer].size + s->index_code_lengths.size();
+      else n += m.buffers[s->row_ptr].size + m.buffers[s->col_idx].size;
+    }
     if (auto* c = std::get_if<ir::CodebookStage>(&st)) {
       n += c->centroids.size() * 4;
       if (&st == &m.graph.tensors[t].encodings.back()) n += m.buffers[c->indices].size;
@@ -131,7 +135,15 @@ void compact(ir::ModelIR& m) {
   for (auto& t : g.tensors)
     for (auto& st : t.encodings) {
       if (auto* d = std::get_if<ir::DenseStage>(&st)) map_buf(d->buffer);
-      if (auto* s = std::get_if<ir::SparseStage>(&st)) { map_buf(s->row_ptr); map_buf(s->col_idx); }
+      if (auto* s = std::get_if<ir::SparseStage>(&st)) {
+        if (s->index == ir::SparseIndex::kRelative) {
+          map_buf(s->index_buffer);
+          s->row_ptr = s->col_idx = 0;  // unused
+        } else {
+          map_buf(s->row_ptr);
+          map_buf(s->col_idx);
+        }
+      }
       if (auto* c = std::get_if<ir::CodebookStage>(&st)) {
         if (&st == &t.encodings.back()) map_buf(c->indices);
         else c->indices = 0;  // unused when an inner stage supplies the indices
@@ -146,19 +158,36 @@ std::vector<WeightRef> weight_tensors(const ir::ModelIR& m) {
   const auto& g = m.graph;
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const auto& node = g.nodes[n];
+    auto make_ref = [&](int node_index, int w, const Shape& s) {
+      WeightRef ref;
+      ref.node = node_index;
+      ref.tensor = w;
+      ref.name = g.tensors[size_t(w)].name;
+      ref.op = node.op;
+      ref.rows = s[0];
+      ref.cols = shape_elements(s) / s[0];
+      return ref;
+    };
     if (!node.domain.empty() || node.inputs.size() < 2) continue;
+    if (node.op == "LSTM" || node.op == "GRU" || node.op == "RNN") {
+      // Input (W) and recurrent (R) gate weights [directions, gates x hidden, in]: one
+      // output channel per gate row (axis 1).
+      for (size_t k = 1; k <= 2 && k < node.inputs.size(); ++k) {
+        int w = node.inputs[k];
+        if (w < 0 || !is_constant(m, w) || g.tensors[w].dtype != DataType::kFloat32) continue;
+        Shape s = g.tensors[w].static_shape();
+        if (s.size() != 3) continue;
+        r.push_back(make_ref(int(n), w, s));
+        r.back().out_axis = 1;
+      }
+      continue;
+    }
     if (node.op != "Gemm" && node.op != "MatMul" && node.op != "Conv") continue;
     int w = node.inputs[1];
     if (!is_constant(m, w) || g.tensors[w].dtype != DataType::kFloat32) continue;
     Shape s = g.tensors[w].static_shape();
     if (s.size() < 2) continue;
-    WeightRef ref;
-    ref.node = int(n);
-    ref.tensor = w;
-    ref.name = g.tensors[w].name;
-    ref.op = node.op;
-    ref.rows = s[0];
-    ref.cols = shape_elements(s) / s[0];
+    WeightRef ref = make_ref(int(n), w, s);
     if (node.op == "Conv") ref.out_axis = 0;
     else if (node.op == "MatMul") ref.out_axis = int(s.size()) - 1;
     else {
@@ -167,6 +196,23 @@ std::vector<WeightRef> weight_tensors(const ir::ModelIR& m) {
     }
     if (node.op == "MatMul" && s.size() != 2) continue;
     r.push_back(ref);
+  }
+  return r;
+}
+
+std::vector<int> bias_tensors(const ir::ModelIR& m) {
+  std::vector<int> r;
+  const auto& g = m.graph;
+  for (const auto& node : g.nodes) {
+    if (!node.domain.empty()) continue;
+    size_t k = 0;
+    if (node.op == "Gemm" || node.op == "Conv") k = 2;
+    else if (node.op == "LSTM" || node.op == "GRU" || node.op == "RNN") k = 3;
+    else continue;
+    if (k >= node.inputs.size()) continue;
+    int b = node.inputs[k];
+    if (b < 0 || !is_constant(m, b) || g.tensors[size_t(b)].dtype != DataType::kFloat32) continue;
+    if (std::find(r.begin(), r.end(), b) == r.end()) r.push_back(b);
   }
   return r;
 }

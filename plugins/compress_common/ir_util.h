@@ -34,8 +34,8 @@ uint64_t stored_bytes(const ir::ModelIR& m, int t);
 void remove_nodes(ir::ModelIR& m, const std::vector<bool>& dead);
 void compact(ir::ModelIR& m);
 
-// A weight matrix that compression works on: input 1 of Gemm / MatMul / Conv when it is
-// a constant. `rows` x `cols` is its 2-D view as stored (first dim x the rest);
+// A weight matrix that compression works on: input 1 of Gemm / MatMul / Conv, inputs 1
+// and 2 (W, R) of LSTM / GRU / RNN, when it is a constant. `rows` x `cols` is its 2-D view as stored (first dim x the rest);
 // `out_axis` is the axis of output channels (per-channel quantization).
 struct WeightRef {
   int node = -1;
@@ -46,6 +46,9 @@ struct WeightRef {
   int out_axis = 0;
 };
 std::vector<WeightRef> weight_tensors(const ir::ModelIR& m);
+
+// Bias constants: input 2 of Gemm / Conv, input 3 of LSTM / GRU / RNN.
+std::vector<int> bias_tensors(const ir::ModelIR& m);
 
 std::string json_escape(const std::string& s);
 

@@ -8,7 +8,8 @@
 //
 // Options: images=IDX (required)  labels=IDX  teacher=MODEL (default: the input model)
 //   mean=0.2860 std=0.3530 raw_shape=1x28x28 (raw float32 images)  epochs=1 batch=64
-//   lr=0.001 temperature=4 ce_weight=0.5 limit=N (first N images)
+//   lr=0.001 lr_end=<lr> (cosine decay) temperature=4 ce_weight=0.5 limit=N (first N images)
+//   sparsity=S prune_every=50 prune_end=0.7 (gradual magnitude pruning while training)
 //   eval_images=IDX eval_labels=IDX (accuracy before/after)  plugin_path=DIR  progress=0|1
 #include "../compress_common/encode.h"
 #include "../compress_common/evaluate.h"
@@ -34,6 +35,7 @@ namespace {
 struct ParamState {
   int tensor = -1;
   bool codebook = false;
+  bool is_weight = false;             // input 1 of its node (a weight matrix, not a bias)
   std::vector<float> centroids;       // codebook: the trained values
   std::vector<int32_t> assign;        // per element: centroid, or -1 = fixed
   std::vector<uint8_t> free;          // plain: 1 = trained element
@@ -51,6 +53,7 @@ void adam(float& x, float g, float& m, float& v, float lr, int64_t t) {
 ParamState make_state(const ir::ModelIR& m, TrainGraph& tg, int t, bool is_weight) {
   ParamState s;
   s.tensor = t;
+  s.is_weight = is_weight;
   const auto& info = m.graph.tensors[size_t(t)];
   const Value& w = tg.param(t);
   const ir::CodebookStage* cb = nullptr;
@@ -113,12 +116,6 @@ void write_back(ir::ModelIR& m, const ParamState& s, const Value& w) {
   Layout layout = layout_of(m, s.tensor);
   std::vector<float> vals;
   for (int64_t sl : layout.slots) vals.push_back(w.data[size_t(sl)]);
-  if (layout.sparse && layout.row_ptr.empty()) {  // block-sparse: re-encode from values
-    Tensor t(DataType::kFloat32, w.shape);
-    std::copy(w.data.begin(), w.data.end(), t.data<float>());
-    store_smallest(m, s.tensor, t);
-    return;
-  }
   store_values(m, s.tensor, layout, vals);
 }
 
@@ -148,6 +145,17 @@ void distill(TransformContext& ctx) {
   const std::string eval_images = o.get_string("eval_images", ""), eval_labels = o.get_string("eval_labels", "");
   const std::string plugin_path = o.get_string("plugin_path", "");
   const bool progress = o.get_bool("progress", false);
+  // sparsity=S: gradual magnitude pruning during training (Zhu & Gupta 2017): every
+  // prune_every steps one global threshold over the plain weight matrices raises their
+  // sparsity along s_t = S + (s_0 - S) (1 - t / t_end)^3, reaching S at prune_end of the
+  // steps; the remaining steps fine-tune with the mask fixed. 0 = masks stay as they are.
+  const double target_sparsity = o.get_double("sparsity", 0.0);
+  const int64_t prune_every = o.get_int("prune_every", 50);
+  const double prune_end = o.get_double("prune_end", 0.7);
+  // lr_end: cosine decay of the learning rate from lr to lr_end over the steps.
+  const float lr_end = float(o.get_double("lr_end", o.get_double("lr", 1e-3)));
+  if (target_sparsity < 0 || target_sparsity >= 1 || prune_every < 1 || prune_end <= 0 || prune_end > 1 || lr_end <= 0)
+    throw std::runtime_error("distill: sparsity in [0, 1), prune_every >= 1, prune_end in (0, 1], lr_end > 0");
   if (epochs < 0 || batch < 1 || lr <= 0 || T <= 0) throw std::runtime_error("distill: epochs >= 0, batch >= 1, lr > 0, temperature > 0");
 
   Images data = load_images(images, mean, stdv, raw_shape);
@@ -189,6 +197,39 @@ void distill(TransformContext& ctx) {
     for (const auto& n : m.graph.nodes) is_weight = is_weight || (n.inputs.size() > 1 && n.inputs[1] == t);
     states.push_back(make_state(m, tg, t, is_weight));
   }
+  // The weights that in-training pruning works on: plain (not codebook, not quantized).
+  std::vector<size_t> prunable;
+  for (size_t i = 0; i < states.size(); ++i)
+    if (target_sparsity > 0 && !states[i].codebook && states[i].is_weight && !states[i].free.empty() &&
+        m.graph.tensors[size_t(states[i].tensor)].quant.empty())
+      prunable.push_back(i);
+  int64_t prunable_total = 0, zeros0 = 0;
+  for (size_t i : prunable) {
+    const Value& w = tg.param(states[i].tensor);
+    prunable_total += w.size();
+    for (float v : w.data) zeros0 += v == 0.f;
+  }
+  const double s0 = prunable_total ? double(zeros0) / double(prunable_total) : 0;
+  const int64_t total_steps = int64_t(epochs) * ((data.count + batch - 1) / batch);
+  const int64_t t_end = std::max<int64_t>(1, int64_t(prune_end * double(total_steps)));
+  auto prune_to = [&](double sparsity) {
+    const int64_t k = int64_t(std::llround(sparsity * double(prunable_total)));
+    std::vector<float> mags;
+    mags.reserve(size_t(prunable_total));
+    for (size_t i : prunable)
+      for (float v : tg.param(states[i].tensor).data) mags.push_back(std::fabs(v));
+    if (k <= 0 || mags.empty()) return;
+    std::nth_element(mags.begin(), mags.begin() + (k - 1), mags.end());
+    const float thr = mags[size_t(k - 1)];
+    for (size_t i : prunable) {
+      Value& w = tg.param(states[i].tensor);
+      for (size_t e = 0; e < w.data.size(); ++e)
+        if (std::fabs(w.data[e]) <= thr) {
+          w.data[e] = 0.f;
+          states[i].free[e] = 0;
+        }
+    }
+  };
   const int64_t per = data.sample_size();
   std::mt19937_64 rng(ctx.seed);
   std::vector<int64_t> order(size_t(data.count));
@@ -241,7 +282,13 @@ void distill(TransformContext& ctx) {
       }
       tg.backward(dz);
       ++t_step;
-      for (auto& s : states) step(s, tg, lr, t_step);
+      const double progress_frac = total_steps > 1 ? double(t_step - 1) / double(total_steps - 1) : 1.0;
+      const float lr_t = lr_end + 0.5f * (lr - lr_end) * float(1 + std::cos(3.14159265358979 * progress_frac));
+      for (auto& s : states) step(s, tg, lr_t, t_step);
+      if (!prunable.empty() && (t_step % prune_every == 0 || t_step == t_end) && t_step <= t_end) {
+        const double f = 1 - double(t_step) / double(t_end);
+        prune_to(target_sparsity + (s0 - target_sparsity) * f * f * f);
+      }
       seen += n;
       if (progress) {
         double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -257,8 +304,22 @@ void distill(TransformContext& ctx) {
                   seen ? loss_sum / seen : 0.0, seen ? double(agree) / seen : 0.0);
     ctx.report << line;
   }
+  if (!prunable.empty()) {
+    prune_to(target_sparsity);  // exactly the target, whatever the step count
+    std::snprintf(line, sizeof line, "  pruned during training: %.2f%% -> %.2f%% of %lld weights\n", 100 * s0,
+                  100 * target_sparsity, (long long)prunable_total);
+    ctx.report << line;
+  }
   int trained = 0;
   for (auto& s : states) {
+    if (std::find(prunable.begin(), prunable.end(), size_t(&s - states.data())) != prunable.end()) {
+      // The mask changed: store the smallest of dense / CSR / BSR.
+      Tensor t(DataType::kFloat32, tg.param(s.tensor).shape);
+      std::copy(tg.param(s.tensor).data.begin(), tg.param(s.tensor).data.end(), t.data<float>());
+      store_smallest(m, s.tensor, t);
+      ++trained;
+      continue;
+    }
     write_back(m, s, tg.param(s.tensor));
     trained += m.graph.tensors[size_t(s.tensor)].quant.empty();
   }
@@ -270,8 +331,8 @@ void distill(TransformContext& ctx) {
     ctx.report << line;
   }
   std::snprintf(line, sizeof line,
-                "{\"epochs\":%d,\"batch\":%lld,\"lr\":%g,\"temperature\":%g,\"ce_weight\":%g,\"images\":%lld,\"labels\":%s,\"seed\":%llu}",
-                epochs, (long long)batch, double(lr), double(T), double(ce_weight), (long long)data.count,
+                "{\"epochs\":%d,\"batch\":%lld,\"lr\":%g,\"lr_end\":%g,\"sparsity\":%g,\"temperature\":%g,\"ce_weight\":%g,\"images\":%lld,\"labels\":%s,\"seed\":%llu}",
+                epochs, (long long)batch, double(lr), double(lr_end), target_sparsity, double(T), double(ce_weight), (long long)data.count,
                 labels.empty() ? "false" : "true", (unsigned long long)ctx.seed);
   ctx.parameters = line;
 }

@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 namespace minnow {
@@ -265,6 +266,34 @@ void fuse(TransformContext& ctx) {
   if (pad) f.pads();
   f.report_activations();
   remove_nodes(ctx.model, f.dead);
+  // names=short: intermediate activations renamed a0, a1, ..., nodes n0, n1, ... A
+  // few kilobytes of strings matter once the weights are compressed 30x; the graph's
+  // inputs, outputs and constants (weights, named in options and reports) keep theirs;
+  // nodes are named n0, n1, ... so errors still point at one.
+  const std::string names = ctx.options.get_string("names", "keep");
+  if (names != "keep" && names != "short") throw std::runtime_error("fuse: names must be keep or short");
+  if (names == "short") {
+    auto& g = ctx.model.graph;
+    std::set<std::string> taken;
+    std::vector<bool> keep(g.tensors.size(), false);
+    for (int i : g.inputs) keep[size_t(i)] = true;
+    for (int o : g.outputs) keep[size_t(o)] = true;
+    for (size_t t = 0; t < g.tensors.size(); ++t) {
+      keep[t] = keep[t] || g.tensors[t].is_constant();
+      if (keep[t]) taken.insert(g.tensors[t].name);
+    }
+    int next = 0, renamed = 0;
+    for (size_t t = 0; t < g.tensors.size(); ++t) {
+      if (keep[t]) continue;
+      std::string n;
+      do n = "a" + std::to_string(next++);
+      while (taken.count(n));
+      g.tensors[t].name = n;
+      ++renamed;
+    }
+    for (size_t n = 0; n < g.nodes.size(); ++n) g.nodes[n].name = "n" + std::to_string(n);
+    f.counts["activations renamed"] = renamed;
+  }
   ctx.report << "fuse: " << nodes_before << " -> " << ctx.model.graph.nodes.size() << " nodes\n";
   std::string params = "{";
   for (const auto& kv : f.counts) {

@@ -1,9 +1,9 @@
-// huffman: canonical Huffman coding of codebook index streams, per tensor, only where it
-// makes the tensor smaller (the "adaptive" part): a tensor whose indices are close to
-// uniform keeps its fixed-width packing. Lossless.
-//
-// Sparse index streams (CSR col_idx / row_ptr) are not coded: the schema stores them as
-// plain int32 buffers, with no encoding chain of their own (see the report).
+// huffman: canonical Huffman coding of codebook index streams and of sparse (relative)
+// index streams, per tensor, only where it makes the tensor smaller (the "adaptive" part).
+// It also makes the final dense-or-sparse choice for codebook tensors, now that the real
+// coded sizes are known: a pruned tensor stored dense with a zero centroid (cheap before
+// coding) may be smaller as relative indices + non-zero codebook indices, both coded.
+// Lossless: the decoded tensor is bit-identical.
 #include "../compress_common/encode.h"
 #include "../compress_common/huffman_code.h"
 #include "../compress_common/ir_util.h"
@@ -15,56 +15,136 @@ namespace minnow {
 namespace compress {
 namespace {
 
+// What a Huffman stage costs in the flatbuffer besides its code lengths (table, vtable,
+// union entry), so tiny tensors are not coded for a loss.
+constexpr uint64_t kHuffmanStageBytes = 48;
+constexpr uint64_t kSparseStageBytes = 64;
+
+// A symbol stream stored packed or Huffman coded, whichever is smaller (file bytes).
+struct SymbolCode {
+  std::vector<uint8_t> lengths;  // empty: packed
+  uint64_t bytes = 0;
+};
+SymbolCode best_symbol_code(const std::vector<uint32_t>& sym, size_t alphabet, int bits, int max_len) {
+  SymbolCode c;
+  c.bytes = padded((uint64_t(sym.size()) * uint64_t(bits) + 7) / 8);
+  if (sym.empty()) return c;
+  std::vector<uint64_t> freq(alphabet, 0);
+  for (uint32_t v : sym) freq[v]++;
+  while (freq.size() > 1 && freq.back() == 0) freq.pop_back();
+  std::vector<uint8_t> len = huffman_code_lengths(freq, max_len);
+  uint64_t coded = padded((huffman_bits(freq, len) + 7) / 8) + len.size() + kHuffmanStageBytes;
+  if (coded < c.bytes) {
+    c.lengths = std::move(len);
+    c.bytes = coded;
+  }
+  return c;
+}
+
+void store_symbols(ir::ModelIR& m, int t, const Layout& l, const std::vector<float>& centroids,
+                   const std::vector<uint32_t>& idx, int bits, const SymbolCode& code) {
+  store_codebook(m, t, l, centroids, idx, bits);
+  auto& enc = m.graph.tensors[size_t(t)].encodings;
+  if (l.sparse) enc[0] = sparse_stage(m, l, true);
+  if (code.lengths.empty()) return;
+  BitStream bs = huffman_encode(idx, code.lengths);
+  ir::HuffmanStage h;
+  h.code_lengths = code.lengths;
+  h.count = int64_t(idx.size());
+  h.bit_length = bs.bits;
+  h.bitstream = add_buffer(m, bs.bytes.data(), bs.bytes.size());
+  enc.push_back(h);
+}
+
 void huffman(TransformContext& ctx) {
   ir::ModelIR& m = ctx.model;
   const int max_len = int(ctx.options.get_int("max_code_length", 24));
   if (max_len < 1 || max_len > 32) throw std::runtime_error("huffman: max_code_length must be 1..32");
-  char line[256];
+  char line[320];
   uint64_t total_before = 0, total_after = 0;
   int coded = 0, kept = 0;
   ctx.report << "huffman:\n";
-  for (size_t t = 0; t < m.graph.tensors.size(); ++t) {
-    auto& info = m.graph.tensors[t];
-    if (info.encodings.empty()) continue;
-    auto* cb = std::get_if<ir::CodebookStage>(&info.encodings.back());
-    if (!cb) continue;
-    const ir::Blob& packed = m.buffers[cb->indices];
-    if (packed.size * 8 < uint64_t(cb->count) * uint64_t(cb->bits))
-      throw std::runtime_error("huffman: tensor '" + info.name + "': codebook index buffer too small");
-    std::vector<uint32_t> idx = unpack_bits(packed.data, size_t(cb->count), cb->bits);
-    std::vector<uint64_t> freq(cb->centroids.size(), 0);
-    for (uint32_t v : idx) {
-      if (v >= freq.size()) throw std::runtime_error("huffman: tensor '" + info.name + "': index out of range");
-      freq[v]++;
-    }
-    std::vector<uint8_t> lengths = huffman_code_lengths(freq, max_len);
-    uint64_t bits = huffman_bits(freq, lengths);
-    uint64_t before = packed.size;
-    uint64_t after = (bits + 7) / 8 + lengths.size();
+  for (size_t ti = 0; ti < m.graph.tensors.size(); ++ti) {
+    const int t = int(ti);
+    const auto info = m.graph.tensors[ti];
+    if (info.encodings.empty() || std::holds_alternative<ir::HuffmanStage>(info.encodings.back())) continue;
+    const auto* cb = std::get_if<ir::CodebookStage>(&info.encodings.back());
+    const bool sparse = std::holds_alternative<ir::SparseStage>(info.encodings.front());
+    if (!cb && !sparse) continue;
+    const uint64_t before = stored_bytes(m, t);
     total_before += before;
-    if (after >= before) {
-      total_after += before;
-      ++kept;
-      std::snprintf(line, sizeof line, "  %-24s %llu index bytes, Huffman would be %llu: kept\n", info.name.c_str(),
-                    (unsigned long long)before, (unsigned long long)after);
-      ctx.report << line;
-      continue;
+    if (!cb) {  // sparse with raw values: code the index stream only
+      Layout l = layout_of(m, t);
+      m.graph.tensors[ti].encodings[0] = sparse_stage(m, l, true);
+    } else {
+      const ir::Blob& packed = m.buffers[cb->indices];
+      if (packed.size * 8 < uint64_t(cb->count) * uint64_t(cb->bits))
+        throw std::runtime_error("huffman: tensor '" + info.name + "': codebook index buffer too small");
+      std::vector<uint32_t> idx = unpack_bits(packed.data, size_t(cb->count), cb->bits);
+      for (uint32_t v : idx)
+        if (v >= cb->centroids.size()) throw std::runtime_error("huffman: tensor '" + info.name + "': index out of range");
+      Layout l = layout_of(m, t);
+      std::vector<float> cent = cb->centroids;
+      const int bits = cb->bits;
+      // Per element: its codebook index, or -1 where nothing is stored (a zero).
+      const int64_t n = l.rows * l.cols;
+      std::vector<int64_t> full(size_t(n), -1);
+      for (size_t s = 0; s < l.slots.size(); ++s) full[size_t(l.slots[s])] = idx[s];
+      // A zero element is one whose centroid decodes to 0 (symmetric levels or real values).
+      bool zero_is_zero = true;
+      for (int64_t z : info.quant.zero_point) zero_is_zero = zero_is_zero && z == 0;
+      int64_t zero_sym = -1;
+      for (size_t c = 0; c < cent.size(); ++c)
+        if (cent[c] == 0.f) { zero_sym = int64_t(c); break; }
+      // Candidate A: every element (dense), a zero centroid for what was not stored.
+      std::vector<float> cent_a = cent;
+      int64_t za = zero_sym;
+      if (za < 0 && l.sparse && cent_a.size() < (size_t(1) << bits)) {
+        za = int64_t(cent_a.size());
+        cent_a.push_back(0.f);
+      }
+      bool a_ok = !l.sparse || za >= 0;
+      std::vector<uint32_t> idx_a;
+      if (a_ok)
+        for (int64_t e = 0; e < n; ++e) idx_a.push_back(uint32_t(full[size_t(e)] < 0 ? za : full[size_t(e)]));
+      SymbolCode code_a = a_ok ? best_symbol_code(idx_a, cent_a.size(), bits, max_len) : SymbolCode{};
+      uint64_t bytes_a = a_ok ? code_a.bytes + cent_a.size() * 4 : UINT64_MAX;
+      // Candidate B: CSR of the elements that are not zero.
+      Layout lb;
+      lb.sparse = true;
+      lb.rows = l.rows;
+      lb.cols = l.cols;
+      std::vector<uint32_t> idx_b;
+      for (int64_t e = 0; e < n; ++e) {
+        int64_t v = full[size_t(e)];
+        if (v < 0 || (zero_is_zero && cent[size_t(v)] == 0.f)) continue;
+        lb.blocks.push_back(e);
+        lb.slots.push_back(e);
+        idx_b.push_back(uint32_t(v));
+      }
+      uint64_t bytes_b = UINT64_MAX;
+      SymbolCode code_b;
+      if (zero_is_zero && !lb.slots.empty()) {
+        code_b = best_symbol_code(idx_b, cent.size(), bits, max_len);
+        bytes_b = best_index_code(lb.blocks, true).bytes + code_b.bytes + cent.size() * 4 + kSparseStageBytes;
+      }
+      if (bytes_b < bytes_a) store_symbols(m, t, lb, cent, idx_b, bits, code_b);
+      else store_symbols(m, t, dense_layout(l.rows, l.cols), cent_a, idx_a, bits, code_a);
     }
-    BitStream bs = huffman_encode(idx, lengths);
-    ir::HuffmanStage h;
-    h.code_lengths = lengths;
-    h.count = cb->count;
-    h.bit_length = bs.bits;
-    uint32_t buf = add_buffer(m, bs.bytes.data(), bs.bytes.size());
-    h.bitstream = buf;
-    m.graph.tensors[t].encodings.push_back(h);
+    const uint64_t after = stored_bytes(m, t);
+    const auto& enc = m.graph.tensors[ti].encodings;
+    const bool now_sparse = std::holds_alternative<ir::SparseStage>(enc.front());
+    const bool index_coded = now_sparse && !std::get<ir::SparseStage>(enc.front()).index_code_lengths.empty();
+    const bool values_coded = std::holds_alternative<ir::HuffmanStage>(enc.back());
+    if (index_coded || values_coded) ++coded;
+    else ++kept;
     total_after += after;
-    ++coded;
-    std::snprintf(line, sizeof line, "  %-24s %llu -> %llu index bytes (%.2f bits/index)\n", info.name.c_str(),
-                  (unsigned long long)before, (unsigned long long)after, double(bits) / double(idx.size() ? idx.size() : 1));
+    std::snprintf(line, sizeof line, "  %-24s %8llu -> %8llu bytes  %s%s%s\n", info.name.c_str(),
+                  (unsigned long long)before, (unsigned long long)after, now_sparse ? "sparse" : "dense",
+                  index_coded ? ", indices coded" : "", values_coded ? ", values coded" : "");
     ctx.report << line;
   }
-  std::snprintf(line, sizeof line, "  %d tensors coded, %d kept; index bytes %llu -> %llu\n", coded, kept,
+  std::snprintf(line, sizeof line, "  %d tensors coded, %d kept; stored bytes %llu -> %llu\n", coded, kept,
                 (unsigned long long)total_before, (unsigned long long)total_after);
   ctx.report << line;
   ctx.parameters = "{\"max_code_length\":" + std::to_string(max_len) + ",\"coded\":" + std::to_string(coded) + "}";
@@ -74,5 +154,6 @@ void huffman(TransformContext& ctx) {
 }  // namespace compress
 }  // namespace minnow
 
-MINNOW_DEFINE_TRANSFORM("huffman", "0.1.0", "canonical Huffman coding of codebook indices where it is smaller (lossless)",
+MINNOW_DEFINE_TRANSFORM("huffman", "0.2.0",
+                        "canonical Huffman coding of codebook and sparse index streams where smaller; final dense/sparse choice (lossless)",
                         minnow::compress::huffman)

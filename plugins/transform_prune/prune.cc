@@ -5,7 +5,8 @@
 //
 // Options: sparsity=0.9  scope=global|layer  sparsity@<tensor>=0.95 (per-tensor target,
 //          such tensors are left out of the global threshold)  min_size=<elements>
-//          (smaller weight tensors are not pruned; default 0)
+//          (smaller weight tensors are not pruned; default 0)  min_cols=<fan-in> (weights
+//          whose neurons sum over fewer inputs are not pruned; default 0)
 #include "../compress_common/encode.h"
 #include "../compress_common/ir_util.h"
 #include "../compress_common/transform_plugin.h"
@@ -56,6 +57,10 @@ void prune(TransformContext& ctx) {
   const double sparsity = ctx.options.get_double("sparsity", 0.5);
   const std::string scope = ctx.options.get_string("scope", "global");
   const int64_t min_size = ctx.options.get_int("min_size", 0);
+  // min_cols=N: only matrices whose rows sum over at least N inputs (fan-in) are pruned.
+  // Without fine-tuning, a weight matters less the more inputs its neuron sums over, so
+  // post-training pruning keeps to wide layers.
+  const int64_t min_cols = ctx.options.get_int("min_cols", 0);
   if (sparsity < 0 || sparsity >= 1) throw std::runtime_error("prune: sparsity must be in [0, 1)");
   if (scope != "global" && scope != "layer") throw std::runtime_error("prune: scope must be global or layer");
 
@@ -85,9 +90,11 @@ void prune(TransformContext& ctx) {
     }
   std::vector<double> before;
   for (auto& w : ws) before.push_back(zero_fraction(w));
+  auto fan_in = [&](size_t i) { return ws[i].elements() / std::max<int64_t>(1, ws[i].shape()[size_t(uniq[i].out_axis)]); };
+  auto skipped = [&](size_t i) { return ws[i].elements() < min_size || fan_in(i) < min_cols; };
   std::vector<Tensor*> global;
   for (size_t i = 0; i < ws.size(); ++i) {
-    if (ws[i].elements() < min_size) continue;
+    if (skipped(i)) continue;
     if (scope == "layer" || own_target[i]) {
       std::vector<Tensor*> one{&ws[i]};
       prune_group(one, target[i]);
@@ -101,15 +108,15 @@ void prune(TransformContext& ctx) {
   ctx.report << "prune (" << scope << ", magnitude, target " << sparsity << "):\n";
   int64_t total = 0, zeros = 0;
   for (size_t i = 0; i < ws.size(); ++i) {
-    if (ws[i].elements() < min_size) continue;  // left exactly as stored
+    if (skipped(i)) continue;  // left exactly as stored
     uint64_t old_bytes = stored_bytes(m, uniq[i].tensor);
-    bool csr = store_smallest(m, uniq[i].tensor, ws[i]);
+    Layout stored = store_smallest(m, uniq[i].tensor, ws[i]);
     double z = zero_fraction(ws[i]);
     total += ws[i].elements();
     zeros += int64_t(std::llround(z * double(ws[i].elements())));
-    std::snprintf(line, sizeof line, "  %-24s %9lld params  sparsity %5.1f%% -> %5.1f%%  %s  %llu -> %llu bytes\n",
+    std::snprintf(line, sizeof line, "  %-24s %9lld params  sparsity %5.1f%% -> %5.1f%%  %-7s  %llu -> %llu bytes\n",
                   uniq[i].name.c_str(), (long long)ws[i].elements(), 100 * before[i], 100 * z,
-                  csr ? "CSR  " : "dense", (unsigned long long)old_bytes,
+                  layout_name(stored).c_str(), (unsigned long long)old_bytes,
                   (unsigned long long)stored_bytes(m, uniq[i].tensor));
     ctx.report << line;
   }
@@ -117,7 +124,8 @@ void prune(TransformContext& ctx) {
                 (long long)total);
   ctx.report << line;
   std::string params = "{\"sparsity\":" + std::to_string(sparsity) + ",\"scope\":\"" + scope +
-                       "\",\"criterion\":\"magnitude\",\"min_size\":" + std::to_string(min_size);
+                       "\",\"criterion\":\"magnitude\",\"min_size\":" + std::to_string(min_size) +
+                       ",\"min_cols\":" + std::to_string(min_cols);
   for (size_t i = 0; i < uniq.size(); ++i)
     if (own_target[i]) params += ",\"sparsity@" + json_escape(uniq[i].name) + "\":" + std::to_string(target[i]);
   ctx.parameters = params + "}";

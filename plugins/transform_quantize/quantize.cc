@@ -36,8 +36,8 @@ Choice choose_layout(const Tensor& w, int bits, const std::string& mode) {
   Layout sp = csr_layout(w);
   const int64_t n = w.elements();
   const int64_t nnz = int64_t(sp.slots.size());
-  uint64_t dense_bytes = (uint64_t(n) * uint64_t(bits) + 7) / 8;
-  uint64_t sparse_bytes = csr_index_bytes(sp) + (uint64_t(nnz) * uint64_t(bits) + 7) / 8;
+  uint64_t dense_bytes = padded((uint64_t(n) * uint64_t(bits) + 7) / 8);
+  uint64_t sparse_bytes = sparse_index_bytes(sp) + padded((uint64_t(nnz) * uint64_t(bits) + 7) / 8);
   Choice c;
   // layout=dense suits a following huffman step: the zero index then costs about one bit,
   // less than CSR's 32-bit column index per non-zero.
@@ -51,33 +51,89 @@ Choice choose_layout(const Tensor& w, int bits, const std::string& mode) {
   return c;
 }
 
-void codebook(ir::ModelIR& m, int t, const Tensor& w, int bits, const std::string& mode) {
-  Choice ch = choose_layout(w, bits, mode);
-  const float* p = w.data<float>();
+// Per-layer k-means over the stored values `v` (one per slot); a zero centroid first when
+// the layout keeps pruned zeros.
+struct Book {
+  std::vector<float> cent;
+  std::vector<uint32_t> idx;
+};
+Book kmeans_book(const Choice& ch, const std::vector<float>& v, int bits) {
   std::vector<float> vals;
   std::vector<size_t> which;  // slot positions that take part in k-means
-  for (size_t s = 0; s < ch.layout.slots.size(); ++s) {
-    float v = p[ch.layout.slots[s]];
-    if (ch.zero_centroid && v == 0.f) continue;
-    vals.push_back(v);
+  for (size_t s = 0; s < v.size(); ++s) {
+    if (ch.zero_centroid && v[s] == 0.f) continue;
+    vals.push_back(v[s]);
     which.push_back(s);
   }
   int k = (1 << bits) - (ch.zero_centroid ? 1 : 0);
   KMeansResult km = kmeans_1d(vals, k);
-  std::vector<float> cent;
-  std::vector<uint32_t> idx(ch.layout.slots.size(), 0);
-  if (ch.zero_centroid) cent.push_back(0.f);
-  const uint32_t off = uint32_t(cent.size());
-  for (float c : km.centroids) cent.push_back(c);
-  for (size_t i = 0; i < which.size(); ++i) idx[which[i]] = km.assign[i] + off;
-  store_codebook(m, t, ch.layout, cent, idx, bits);
+  Book b;
+  b.idx.assign(v.size(), 0);
+  if (ch.zero_centroid) b.cent.push_back(0.f);
+  const uint32_t off = uint32_t(b.cent.size());
+  for (float c : km.centroids) b.cent.push_back(c);
+  for (size_t i = 0; i < which.size(); ++i) b.idx[which[i]] = km.assign[i] + off;
+  return b;
+}
+
+// Mean over output channels of each channel's relative squared error.
+double channel_error(const std::vector<double>& err, const std::vector<double>& ref) {
+  double e = 0;
+  int n = 0;
+  for (size_t c = 0; c < err.size(); ++c)
+    if (ref[c] > 0) { e += err[c] / ref[c]; ++n; }
+  return n ? e / n : 0;
+}
+
+// A per-layer codebook; or, when the output channels' ranges differ so much that one
+// codebook serves the small channels badly (BatchNormalization folded into the weights
+// does this), a codebook of the values divided by their channel's max |w|, with the
+// per-channel scales as QuantParams (the loader multiplies them back). The scaled form
+// costs 4 bytes per channel, so it is taken only when it halves the mean per-channel error.
+void codebook(ir::ModelIR& m, int t, const Tensor& w, int bits, int axis, const std::string& mode) {
+  Choice ch = choose_layout(w, bits, mode);
+  m.graph.tensors[size_t(t)].quant = ir::QuantParams{};
+  const float* p = w.data<float>();
+  const Shape& sh = w.shape();
+  const int64_t channels = axis >= 0 && axis < int(sh.size()) ? sh[size_t(axis)] : 1;
+  int64_t inner = 1;
+  for (size_t k = size_t(axis) + 1; axis >= 0 && k < sh.size(); ++k) inner *= sh[k];
+  auto chan = [&](int64_t e) { return size_t((e / inner) % channels); };
+  std::vector<float> smax(size_t(channels), 0.f);
+  for (int64_t e = 0; e < w.elements(); ++e) smax[chan(e)] = std::max(smax[chan(e)], std::fabs(p[e]));
+  for (auto& x : smax) x = x > 0 ? x : 1.f;
+  std::vector<float> plain, scaled;
+  for (int64_t sl : ch.layout.slots) {
+    plain.push_back(p[sl]);
+    scaled.push_back(p[sl] / smax[chan(sl)]);
+  }
+  Book a = kmeans_book(ch, plain, bits);
+  if (channels < 2) return store_codebook(m, t, ch.layout, a.cent, a.idx, bits);
+  Book b = kmeans_book(ch, scaled, bits);
+  std::vector<double> ea(size_t(channels), 0), eb(size_t(channels), 0), ref(size_t(channels), 0);
+  for (size_t s = 0; s < plain.size(); ++s) {
+    size_t c = chan(ch.layout.slots[s]);
+    ref[c] += double(plain[s]) * plain[s];
+    ea[c] += std::pow(double(a.cent[a.idx[s]]) - plain[s], 2);
+    eb[c] += std::pow(double(b.cent[b.idx[s]]) * smax[c] - plain[s], 2);
+  }
+  if (channel_error(eb, ref) >= 0.5 * channel_error(ea, ref))
+    return store_codebook(m, t, ch.layout, a.cent, a.idx, bits);
+  store_codebook(m, t, ch.layout, b.cent, b.idx, bits);
+  auto& qp = m.graph.tensors[size_t(t)].quant;
+  qp = ir::QuantParams{};
+  qp.scale = smax;
+  qp.axis = axis;
+  qp.bits = bits;
+  qp.symmetric = true;
 }
 
 void uniform(ir::ModelIR& m, int t, const Tensor& w, int bits, int axis, const std::string& mode) {
   const Shape& s = w.shape();
-  const int64_t channels = s[size_t(axis)];
-  int64_t inner = 1;
-  for (size_t k = size_t(axis) + 1; k < s.size(); ++k) inner *= s[k];
+  // axis < 0: one scale for the whole tensor.
+  const int64_t channels = axis < 0 ? 1 : s[size_t(axis)];
+  int64_t inner = axis < 0 ? w.elements() : 1;
+  for (size_t k = size_t(axis) + 1; axis >= 0 && k < s.size(); ++k) inner *= s[k];
   const int qmax = (1 << (bits - 1)) - 1;
   std::vector<float> scale(size_t(channels), 0.f);
   const float* p = w.data<float>();
@@ -95,8 +151,8 @@ void uniform(ir::ModelIR& m, int t, const Tensor& w, int bits, int axis, const s
   Tensor levels(DataType::kFloat32, s);
   for (int64_t k = 0; k < w.elements(); ++k) levels.data<float>()[k] = float(q[size_t(k)]);
   Layout sp = csr_layout(levels);
-  uint64_t dense_bytes = (uint64_t(w.elements()) * bits + 7) / 8;
-  uint64_t sparse_bytes = csr_index_bytes(sp) + (uint64_t(sp.slots.size()) * bits + 7) / 8;
+  uint64_t dense_bytes = padded((uint64_t(w.elements()) * bits + 7) / 8);
+  uint64_t sparse_bytes = sparse_index_bytes(sp) + padded((uint64_t(sp.slots.size()) * bits + 7) / 8);
   bool sparse = mode == "sparse" || (mode == "auto" && sparse_bytes < dense_bytes);
   Layout l = sparse && !sp.slots.empty() ? sp : dense_layout(sp.rows, sp.cols);
   if (bits == 8) {
@@ -115,8 +171,7 @@ void uniform(ir::ModelIR& m, int t, const Tensor& w, int bits, int axis, const s
   }
   auto& qp = m.graph.tensors[size_t(t)].quant;
   qp = ir::QuantParams{};
-  qp.scale = scale;
-  qp.zero_point.assign(scale.size(), 0);
+  qp.scale = scale;  // symmetric: no zero points stored (the loader reads none as 0)
   qp.axis = axis;
   qp.bits = bits;
   qp.symmetric = true;
@@ -132,6 +187,15 @@ void quantize(TransformContext& ctx) {
   // get `small_bits` (Deep Compression likewise gave conv layers more bits than fc).
   const int64_t small_size = ctx.options.get_int("small_size", 0);
   const int small_bits = int(ctx.options.get_int("small_bits", 8));
+  // Small tensors at 8 bits are stored as per-channel int8 levels (small_kind=uniform):
+  // a 256-entry codebook would cost more than the tensor.
+  const std::string small_kind = ctx.options.get_string("small_kind", "uniform");
+  // bias_bits=8: biases (Gemm / Conv input 2, LSTM / GRU / RNN input 3) as per-tensor
+  // symmetric int8; 0 leaves them float.
+  const int bias_bits = int(ctx.options.get_int("bias_bits", 0));
+  if (small_kind != "codebook" && small_kind != "uniform")
+    throw std::runtime_error("quantize: small_kind must be codebook or uniform");
+  if (bias_bits != 0 && bias_bits != 8) throw std::runtime_error("quantize: bias_bits must be 0 or 8");
   if (layout != "auto" && layout != "dense" && layout != "sparse")
     throw std::runtime_error("quantize: layout must be auto, dense or sparse");
   if (kind != "codebook" && kind != "uniform") throw std::runtime_error("quantize: kind must be codebook or uniform");
@@ -152,7 +216,8 @@ void quantize(TransformContext& ctx) {
   ctx.report << "quantize (" << kind << ", " << bits << " bits):\n";
   std::string params = "{\"kind\":\"" + kind + "\",\"bits\":" + std::to_string(bits) + ",\"min_size\":" +
                        std::to_string(min_size) + ",\"layout\":\"" + layout + "\",\"small_size\":" +
-                       std::to_string(small_size) + ",\"small_bits\":" + std::to_string(small_bits);
+                       std::to_string(small_size) + ",\"small_bits\":" + std::to_string(small_bits) +
+                       ",\"small_kind\":\"" + small_kind + "\",\"bias_bits\":" + std::to_string(bias_bits);
   for (const auto& r : refs) {
     if (std::find(done.begin(), done.end(), r.tensor) != done.end()) continue;
     done.push_back(r.tensor);
@@ -165,7 +230,8 @@ void quantize(TransformContext& ctx) {
     if (w.elements() < min_size) continue;
     uint64_t before = stored_bytes(m, r.tensor);
     Tensor orig = w.clone();
-    if (kind == "codebook") codebook(m, r.tensor, w, b, layout);
+    const std::string k = elements < small_size ? small_kind : kind;
+    if (k == "codebook") codebook(m, r.tensor, w, b, r.out_axis, layout);
     else uniform(m, r.tensor, w, b, r.out_axis, layout);
     Tensor back = constant_f32(m, r.tensor);
     double err = 0, ref = 0;
@@ -180,6 +246,22 @@ void quantize(TransformContext& ctx) {
                   r.name.c_str(), (long long)w.elements(), b, sparse ? "CSR  " : "dense",
                   (unsigned long long)before, (unsigned long long)stored_bytes(m, r.tensor),
                   ref > 0 ? std::sqrt(err / ref) : 0.0);
+    ctx.report << line;
+  }
+  if (bias_bits) {
+    uint64_t before = 0, after = 0;
+    int count = 0;
+    for (int t : bias_tensors(m)) {
+      if (std::find(done.begin(), done.end(), t) != done.end()) continue;
+      done.push_back(t);
+      Tensor bias = constant_f32(m, t);
+      before += stored_bytes(m, t);
+      uniform(m, t, bias, 8, -1, "dense");
+      after += stored_bytes(m, t);
+      ++count;
+    }
+    std::snprintf(line, sizeof line, "  %d biases as int8 (per tensor): %llu -> %llu bytes\n", count,
+                  (unsigned long long)before, (unsigned long long)after);
     ctx.report << line;
   }
   ctx.parameters = params + "}";

@@ -46,12 +46,20 @@ struct DenseStage {
   DataType element_type = DataType::kFloat32;
 };
 enum class SparseFormat { kCSR = 0, kBSR = 1 };
+enum class SparseIndex { kExplicit = 0, kRelative = 1 };
 struct SparseStage {
   SparseFormat format = SparseFormat::kCSR;
   int64_t rows = 0, cols = 0;
   int32_t block_rows = 1, block_cols = 1;
-  uint32_t row_ptr = 0, col_idx = 0;  // buffers of int32
+  uint32_t row_ptr = 0, col_idx = 0;  // buffers of int32 (kExplicit)
   int64_t nnz = 0;
+  // kRelative: gap symbols (schema SparseIndexFormat), packed or Huffman coded.
+  SparseIndex index = SparseIndex::kExplicit;
+  int32_t index_bits = 0;
+  int64_t index_count = 0;
+  uint32_t index_buffer = 0;
+  std::vector<uint8_t> index_code_lengths;  // non-empty: index_buffer is a Huffman bitstream
+  uint64_t index_bit_length = 0;
 };
 struct CodebookStage {
   std::vector<float> centroids;
@@ -151,7 +159,7 @@ struct ModelIR {
 
 // Current format version written by this build. Readers accept equal major, any minor.
 constexpr uint32_t kFormatMajor = 1;
-constexpr uint32_t kFormatMinor = 0;
+constexpr uint32_t kFormatMinor = 1;  // 1.1: relative sparse indices
 
 // Serialise to the file layout of docs/ARCHITECTURE.md (size-prefixed flatbuffer, data
 // section of 64-byte aligned buffers). Checks the IR as the loader would.

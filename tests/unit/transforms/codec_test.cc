@@ -72,10 +72,56 @@ TEST_CASE("CSR and dense storage decode to the same tensor (odd shapes)") {
 TEST_CASE("store_smallest picks CSR only when it is smaller") {
   Tensor dense = test::random_tensor({20, 30}, 1);
   ir::ModelIR m = one_constant(dense);
-  CHECK_FALSE(store_smallest(m, m.graph.find_tensor("w"), dense));
+  CHECK_FALSE(store_smallest(m, m.graph.find_tensor("w"), dense).sparse);
   Tensor sp = sparse_random({20, 30}, 2, 0.1);
-  CHECK(store_smallest(m, m.graph.find_tensor("w"), sp));
+  CHECK(store_smallest(m, m.graph.find_tensor("w"), sp).sparse);
   CHECK(test::max_abs_diff(decoded(m), sp) == 0.f);
+}
+
+TEST_CASE("store_smallest picks BSR when the non-zeros come in blocks") {
+  // Non-zeros in whole 1x4 groups: BSR 1x4 needs a quarter of CSR's index symbols.
+  Tensor w(DataType::kFloat32, {40, 64});
+  std::mt19937_64 rng(11);
+  for (int64_t r = 0; r < 40; ++r)
+    for (int64_t c = 0; c < 64; c += 4)
+      if (rng() % 10 == 0)
+        for (int x = 0; x < 4; ++x) w.data<float>()[r * 64 + c + x] = float(rng() % 100 + 1) / 50.f;
+  ir::ModelIR m = one_constant(w);
+  int t = m.graph.find_tensor("w");
+  Layout l = store_smallest(m, t, w);
+  CHECK(layout_name(l) == "BSR 1x4");
+  CHECK(test::max_abs_diff(decoded(m), w) == 0.f);
+  Layout back = layout_of(m, t);
+  CHECK(back.blocks == l.blocks);
+  CHECK(back.slots == l.slots);
+}
+
+TEST_CASE("relative indices: every width, escapes, packed and Huffman coded, decode exactly") {
+  // Density 0.02 over a wide matrix: gaps far above the small widths' escape value.
+  for (Shape s : {Shape{13, 300}, Shape{1, 1000}, Shape{64, 9}}) {
+    Tensor w = sparse_random(s, 17, 0.02);
+    w.data<float>()[w.elements() - 1] = 3.f;  // a value in the very last position
+    Layout l = csr_layout(w);
+    for (int bits = 1; bits <= 12; ++bits) {
+      std::vector<uint32_t> sym = relative_symbols(l.blocks, bits);
+      for (uint32_t v : sym) CHECK(v < (1u << bits));
+    }
+    for (bool huffman : {false, true}) {
+      ir::ModelIR m = one_constant(w);
+      int t = m.graph.find_tensor("w");
+      std::vector<float> vals;
+      for (int64_t sl : l.slots) vals.push_back(w.data<float>()[sl]);
+      std::vector<ir::EncodingStage> enc{sparse_stage(m, l, huffman)};
+      enc.push_back(ir::DenseStage{add_buffer(m, vals.data(), vals.size() * 4), DataType::kFloat32});
+      m.graph.tensors[size_t(t)].encodings = enc;
+      const auto& st = std::get<ir::SparseStage>(m.graph.tensors[size_t(t)].encodings[0]);
+      CHECK(st.index == ir::SparseIndex::kRelative);
+      CHECK(test::max_abs_diff(decoded(m), w) == 0.f);
+      CHECK(layout_of(m, t).slots == l.slots);
+      // Huffman never loses against the best packed width (it is only chosen when smaller).
+      CHECK(best_index_code(l.blocks, true).bytes <= best_index_code(l.blocks, false).bytes);
+    }
+  }
 }
 
 TEST_CASE("codebook, sparse codebook and Huffman-coded codebook decode exactly") {

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# `minnow compress` end to end on a small model (lenet5, quick pipeline, no data):
+# ratio > 1, input untouched, output written whole (no temporary left, an existing file
+# replaced only on success), the compression log shown by `minnow inspect`, and a bad
+# pipeline refused with a clear error, a non-zero exit and no output file.
+set -euo pipefail
+MINNOW=$1
+MODEL=$2
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+cp "$MODEL" "$WORK/in.onnx"
+sum_before=$(sha256sum "$WORK/in.onnx" | cut -d' ' -f1)
+mkdir "$WORK/out"
+
+# 1. A quick pipeline (no training data); JSON summary with ratio > 1.
+json=$("$MINNOW" compress "$WORK/in.onnx" -o "$WORK/out/c.minnow" \
+       --pipeline "fuse,prune:sparsity=0.6:scope=layer,quantize:bits=4,huffman" --json)
+echo "$json" | head -c 300; echo
+ratio=$(echo "$json" | sed -n 's/^{"bytes_before":[0-9]*,"bytes_after":[0-9]*,"ratio":\([0-9.]*\).*/\1/p')
+[ -n "$ratio" ] || fail "no ratio in the JSON summary"
+awk -v r="$ratio" 'BEGIN { exit !(r > 1.5) }' || fail "ratio $ratio is not above 1.5"
+before=$(echo "$json" | sed -n 's/^{"bytes_before":\([0-9]*\),.*/\1/p')
+after=$(echo "$json" | sed -n 's/^{"bytes_before":[0-9]*,"bytes_after":\([0-9]*\),.*/\1/p')
+[ "$(stat -c %s "$WORK/out/c.minnow")" = "$after" ] || fail "file size differs from bytes_after $after"
+[ "$before" -gt "$after" ] || fail "bytes_before $before not above bytes_after $after"
+
+# 2. Input untouched; only the output in its folder (no temporary file left behind).
+[ "$(sha256sum "$WORK/in.onnx" | cut -d' ' -f1)" = "$sum_before" ] || fail "input modified"
+[ "$(ls -A "$WORK/out")" = "c.minnow" ] || fail "unexpected files in the output folder: $(ls -A "$WORK/out")"
+
+# 3. The compression log, one record per step, in `minnow inspect`.
+log=$("$MINNOW" inspect "$WORK/out/c.minnow")
+for step in fuse prune quantize huffman; do
+  echo "$log" | grep -q "^compression: $step " || fail "inspect shows no '$step' record"
+done
+# The compressed model still runs: the same class for test image 0 as the original.
+ref=$("$MINNOW" run "$WORK/in.onnx" --input "$3" --top-k 1 2>/dev/null | grep -o 'argmax [0-9]*' | head -1 || true)
+got=$("$MINNOW" run "$WORK/out/c.minnow" --input "$3" --top-k 1 2>/dev/null | grep -o 'argmax [0-9]*' | head -1 || true)
+[ -n "$ref" ] && [ "$ref" = "$got" ] || fail "top-1 of test image 0: original '$ref', compressed '$got'"
+
+# 4. A bad pipeline: clear error naming the step, non-zero exit, no output written, and an
+#    existing output file left as it was.
+for bad in "fuse,nosuchstep" "prune:sparsity=2" "quantize:bits=1"; do
+  set +e
+  err=$("$MINNOW" compress "$WORK/in.onnx" -o "$WORK/out/bad.minnow" --pipeline "$bad" 2>&1 >/dev/null)
+  rc=$?
+  set -e
+  echo "pipeline '$bad' -> rc $rc: $err"
+  [ $rc -ne 0 ] || fail "pipeline '$bad' exited 0"
+  [ -n "$err" ] || fail "pipeline '$bad' printed no error"
+  [ ! -e "$WORK/out/bad.minnow" ] || fail "pipeline '$bad' left an output file"
+done
+echo "junk" > "$WORK/out/keep.minnow"
+if "$MINNOW" compress "$WORK/in.onnx" -o "$WORK/out/keep.minnow" --pipeline "prune:sparsity=2" 2>/dev/null; then
+  fail "bad pipeline accepted"
+fi
+[ "$(cat "$WORK/out/keep.minnow")" = "junk" ] || fail "a failed run changed an existing output file"
+[ "$(ls -A "$WORK/out" | sort | tr '\n' ' ')" = "c.minnow keep.minnow " ] || fail "temporary files left: $(ls -A "$WORK/out")"
+echo "compress CLI: ok (ratio $ratio)"
