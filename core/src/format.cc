@@ -91,6 +91,8 @@ std::vector<T> vec(const flatbuffers::Vector<T>* v) {
 
 Status read_stage(const fbs::Encoding* e, ir::EncodingStage* out, const std::string& where) {
   if (!e) return invalid_argument(where + ": null encoding stage");
+  // The verifier accepts a union whose type is set but whose table is absent.
+  if (!e->stage()) return invalid_argument(where + ": encoding stage has a type but no table");
   switch (e->stage_type()) {
     case fbs::EncodingStage::DenseEncoding: {
       auto* d = e->stage_as_DenseEncoding();
