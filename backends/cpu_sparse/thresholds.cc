@@ -10,30 +10,30 @@ namespace cpu_sparse {
 namespace {
 
 // ---- Measured table ----------------------------------------------------------------
-// Measured by bench/sparse.sh on the x86 build machine (AMD EPYC, AVX-512: Highway target
-// AVX3), 1 thread, against cpu_dense's *reference* kernels (scalar loops), 2025-05:
-//   sparse_bench --runs 5 --quick --fit  (layers: MobileNetV2 1x1 stack 56x56x24-144,
-//   28x28x32-192, 14x14x64-384, 7x7x160-960; conv3x3 28x28x32-32 pad 1; fc 784-300,
-//   300-100, 512x128; sparsity 50/70/90 %). Examples behind the fit (dense/sparse):
-//   fc 784-300 CSR 90 %: 11.5x, 1x4 90 %: 39x; conv1x1 7x7x160-960 1x8 90 %: 627x,
-//   CSR 30 %: ~80x. Against the reference dense kernels every fit breaks even below 0 %
-//   sparsity, so kMinSparsity (20 %) is the effective threshold for now. Re-run when
-//   cpu_dense gets its SIMD kernels and paste the printed table here.
-// (conv_im2col 1x4 fitted a slightly negative slope: im2col dominates that kernel, the
-// ratio is flat at ~0.07; break_even_sparsity treats slope <= 0 with r0 < 1 as "always".)
+// Measured by `sparse_bench --runs 21 --fit` (what bench/sparse.sh runs) on the x86 build
+// machine (AMD EPYC, AVX2 + FMA: Highway target AVX2), 1 thread, against cpu_dense's SIMD
+// kernels (packed-panel f32_gemm_6x2v, conv via packed GEMM), 2026-12-01, on a loaded
+// machine (ratios are measured in the same process, so load hits both sides). Layers:
+// MobileNetV2 1x1 stack 56x56x24-144, 28x28x32-192, 14x14x64-384, 7x7x160-960; conv3x3
+// 28x28x32-32 pad 1; fc 784-300, 300-100, 512x128; sparsity 50/70/90 %. Examples behind the
+// fit (dense/sparse): fc 784-300 CSR 90 %: 2.2x, 1x8 90 %: 6.6x, CSR 50 %: 0.48x;
+// conv1x1 56x56x24-144 1x8 90 %: 2.25x. Against the packed dense GEMM the im2col sparse
+// convolution never breaks even (im2col dominates it; break-even above 100 %), so general
+// convolutions stay dense. The previous table (2025-05) was fitted against the scalar
+// reference dense kernels and broke even below 0 % everywhere.
 const Calibration kTable[] = {
-    {Kind::kFc, {1, 1}, 0.0531, 0.6312},          // break-even sparsity 0%
-    {Kind::kFc, {1, 4}, 0.0239, 0.1929},          // break-even sparsity 0%
-    {Kind::kFc, {4, 1}, 0.0062, 0.2264},          // break-even sparsity 0%
-    {Kind::kFc, {1, 8}, 0.0247, 0.0912},          // break-even sparsity 0%
-    {Kind::kConv1x1, {1, 1}, 0.0015, 0.0270},     // break-even sparsity 0%
-    {Kind::kConv1x1, {1, 4}, 0.0011, 0.0188},     // break-even sparsity 0%
-    {Kind::kConv1x1, {4, 1}, 0.0009, 0.0170},     // break-even sparsity 0%
-    {Kind::kConv1x1, {1, 8}, 0.0019, 0.0136},     // break-even sparsity 0%
-    {Kind::kConvIm2col, {1, 1}, 0.0217, 0.1121},  // break-even sparsity 0%
-    {Kind::kConvIm2col, {1, 4}, 0.0750, -0.0272}, // flat (see above)
-    {Kind::kConvIm2col, {4, 1}, 0.0576, 0.0329},  // break-even sparsity 0%
-    {Kind::kConvIm2col, {1, 8}, 0.0729, 0.0278},  // break-even sparsity 0%
+    {Kind::kFc, {1, 1}, 0.2766, 6.0818},          // break-even sparsity 88%
+    {Kind::kFc, {1, 4}, 0.2332, 1.5965},          // break-even sparsity 52%
+    {Kind::kFc, {4, 1}, 0.1149, 2.0257},          // break-even sparsity 56%
+    {Kind::kFc, {1, 8}, 0.1770, 1.0009},          // break-even sparsity 18%
+    {Kind::kConv1x1, {1, 1}, 0.1346, 2.5754},     // break-even sparsity 66%
+    {Kind::kConv1x1, {1, 4}, 0.0882, 1.7597},     // break-even sparsity 48%
+    {Kind::kConv1x1, {4, 1}, 0.1440, 1.6949},     // break-even sparsity 49%
+    {Kind::kConv1x1, {1, 8}, 0.0781, 2.0174},     // break-even sparsity 54%
+    {Kind::kConvIm2col, {1, 1}, 1.4321, 1.2042},  // break-even sparsity 136%
+    {Kind::kConvIm2col, {1, 4}, 1.3872, 1.2584},  // break-even sparsity 131%
+    {Kind::kConvIm2col, {4, 1}, 1.0144, 2.8646},  // break-even sparsity 101%
+    {Kind::kConvIm2col, {1, 8}, 1.3439, 1.3227},  // break-even sparsity 126%
 };
 
 std::string pct(double v) {
