@@ -8,6 +8,7 @@
 #include <minnow/minnow.h>
 
 #include "tensor_io.h"
+#include "../unit/test_util.h"
 
 #include <algorithm>
 #include <map>
@@ -22,14 +23,9 @@ namespace {
 
 const std::string kData = MINNOW_TEST_DATA_DIR;
 
+// One engine with exactly the build's plugins, shared by the cases of this file.
 std::shared_ptr<Engine> engine() {
-  static std::shared_ptr<Engine> e = [] {
-    EngineOptions o;
-    o.plugin_paths = {MINNOW_TEST_PLUGIN_DIR};
-    o.use_environment = false;
-    o.use_default_folder = false;
-    return Engine::create(o).value();
-  }();
+  static std::shared_ptr<Engine> e = test::make_engine();
   return e;
 }
 

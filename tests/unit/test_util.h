@@ -30,7 +30,9 @@ inline float max_abs_diff(const Tensor& a, const Tensor& b) {
 }
 
 inline std::string plugin_dir() { return MINNOW_TEST_PLUGIN_DIR; }            // build/lib/minnow/plugins
+#ifdef MINNOW_TEST_EXTRA_PLUGIN_DIR  // only the suites that build test plugins define it
 inline std::string test_plugin_dir() { return MINNOW_TEST_EXTRA_PLUGIN_DIR; }  // build/tests/plugins
+#endif
 
 // Engine with exactly the build's plugins (no environment, no install folder).
 inline std::shared_ptr<Engine> make_engine(std::vector<std::string> extra = {}) {
