@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <memory>
 
 namespace minnow {
@@ -38,14 +40,24 @@ std::vector<float> resize_bilinear(const uint8_t* src, int w, int h, int c, int 
   return out;
 }
 
-Result<Tensor> read_image_tensor(const std::string& path, const Shape& shape, const ImageOptions& opt) {
+Result<Tensor> decode_image_tensor(const uint8_t* data, size_t size, const std::string& path, const Shape& shape,
+                                  const ImageOptions& opt) {
   if (shape.size() != 4) return invalid_argument(path + ": an image can feed only a rank-4 input (N,C,H,W or N,H,W,C), this one has shape " + shape_to_string(shape));
   const int64_t c_dim = opt.nhwc ? shape[3] : shape[1];
   const int64_t h_dim = opt.nhwc ? shape[1] : shape[2], w_dim = opt.nhwc ? shape[2] : shape[3];
   int channels = c_dim > 0 ? int(c_dim) : 3;
   if (channels != 1 && channels != 3) return invalid_argument(path + ": the input takes " + std::to_string(channels) + " channels; images give 1 or 3");
+  if (size > size_t(INT32_MAX)) return invalid_argument(path + ": image file larger than 2 GiB");
   int w = 0, h = 0, n = 0;
-  std::unique_ptr<uint8_t, void (*)(void*)> pixels(stbi_load(path.c_str(), &w, &h, &n, channels), stbi_image_free);
+  // The header alone first: refuse a huge image before stb allocates for it.
+  if (!stbi_info_from_memory(data, int(size), &w, &h, &n))
+    return invalid_argument(path + ": cannot decode image (" + (stbi_failure_reason() ? stbi_failure_reason() : "unknown") +
+                            "; PNG, JPEG, BMP, PGM and PPM are read)");
+  if (w <= 0 || h <= 0 || int64_t(w) * h > kMaxImagePixels)
+    return invalid_argument(path + ": image of " + std::to_string(w) + "x" + std::to_string(h) + " pixels is larger than the " +
+                            std::to_string(kMaxImagePixels) + " pixels read");
+  std::unique_ptr<uint8_t, void (*)(void*)> pixels(stbi_load_from_memory(data, int(size), &w, &h, &n, channels),
+                                                   stbi_image_free);
   if (!pixels) return invalid_argument(path + ": cannot decode image (" + (stbi_failure_reason() ? stbi_failure_reason() : "unknown") + ")");
   int ow = opt.width ? opt.width : (w_dim > 0 ? int(w_dim) : w);
   int oh = opt.height ? opt.height : (h_dim > 0 ? int(h_dim) : h);
@@ -70,6 +82,21 @@ Result<Tensor> read_image_tensor(const std::string& path, const Shape& shape, co
         dst[idx] = v;
       }
   return t;
+}
+
+Result<Tensor> read_image_tensor(const std::string& path, const Shape& shape, const ImageOptions& opt) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return invalid_argument(path + ": cannot open image");
+  f.seekg(0, std::ios::end);
+  const std::streamoff size = f.tellg();
+  if (size < 0) return invalid_argument(path + ": cannot read image");
+  if (size > kMaxImageFileBytes)
+    return invalid_argument(path + ": image file of " + std::to_string(size) + " bytes is larger than the " +
+                            std::to_string(kMaxImageFileBytes) + " read");
+  f.seekg(0);
+  std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  if (size > 0 && !f.read(reinterpret_cast<char*>(bytes.data()), size)) return invalid_argument(path + ": cannot read image");
+  return decode_image_tensor(bytes.data(), bytes.size(), path, shape, opt);
 }
 
 }  // namespace cli

@@ -20,10 +20,18 @@ struct ImageOptions {
   bool nhwc = false;
 };
 
+// Limits on untrusted images, checked before decoding: the file's size, and the pixel count
+// its header declares (a few bytes of PNG can declare gigabytes).
+constexpr int64_t kMaxImageFileBytes = int64_t(256) << 20;
+constexpr int64_t kMaxImagePixels = int64_t(1) << 25;  // 32 Mpx, e.g. 8192 x 4096
+
 bool is_image_path(const std::string& path);
 // `shape` is the model input's shape (dims may be -1); channels, height and width are
 // taken from it where known.
 Result<Tensor> read_image_tensor(const std::string& path, const Shape& shape, const ImageOptions& opt);
+// The same from the file's bytes (`path` only names it in messages).
+Result<Tensor> decode_image_tensor(const uint8_t* data, size_t size, const std::string& path, const Shape& shape,
+                                  const ImageOptions& opt);
 
 // Bilinear resize of interleaved 8-bit pixels (half-pixel centres, as align_corners=false).
 std::vector<float> resize_bilinear(const uint8_t* src, int w, int h, int c, int ow, int oh);

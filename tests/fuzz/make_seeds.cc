@@ -1,10 +1,14 @@
 // Writes the synthesized part of the fuzz seed corpora (the rest are copies of the real
 // files in tests/data): small .minnow models whose weights use every encoding chain the
-// decoder knows, TensorProto / .npy tensors, and idx image and label files.
-//   make_seeds <out dir>   ->  <out>/model/*.minnow, <out>/tensor_pb/*.pb, <out>/npy/*.npy, <out>/idx/*
+// decoder knows, TensorProto / .npy tensors, idx image and label files, and small images
+// in every format the image reader decodes.
+//   make_seeds <out dir>   ->  <out>/model/*.minnow, <out>/tensor_pb/*.pb, <out>/npy/*.npy, <out>/idx/*,
+//                              <out>/image/*
 #include <minnow/minnow.h>
 
 #include "tensor_io.h"
+#define MINNOW_TEST_IMAGES_IMPLEMENTATION
+#include "../common/test_images.h"
 
 #include <cstdio>
 #include <functional>
@@ -148,7 +152,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string out = argv[1];
-  for (const char* d : {"", "/model", "/tensor_pb", "/npy", "/idx"}) mkdir((out + d).c_str(), 0755);
+  for (const char* d : {"", "/model", "/tensor_pb", "/npy", "/idx", "/image"}) mkdir((out + d).c_str(), 0755);
   const auto syms = all_symbols();
 
   write(out + "/model/dense.minnow", mlp([&](ModelBuilder& b, ir::TensorInfo& t) { t.encodings = {dense_f32(b, syms)}; }));
@@ -200,5 +204,16 @@ int main(int argc, char** argv) {
   for (int k = 0; k < 3 * 4 * 5; ++k) images.push_back(uint8_t(k * 13));
   write(out + "/idx/images-idx3-ubyte", images);
   write(out + "/idx/labels-idx1-ubyte", {0, 0, 8, 1, 0, 0, 0, 3, 7, 0, 9});
+
+  // Images: 6x5, grey and RGB, in each format (PNG, BMP, JPEG, PGM/PPM).
+  using test::ImageFormat;
+  const std::pair<ImageFormat, const char*> formats[] = {
+      {ImageFormat::kPng, "png"}, {ImageFormat::kBmp, "bmp"}, {ImageFormat::kJpeg, "jpg"}, {ImageFormat::kPnm, "pnm"}};
+  for (int c : {1, 3}) {
+    std::vector<uint8_t> px(size_t(6 * 5 * c));
+    for (size_t k = 0; k < px.size(); ++k) px[k] = uint8_t(k * 29 + 7);
+    for (const auto& [format, ext] : formats)
+      write(out + "/image/c" + std::to_string(c) + "." + ext, test::encode_image(format, 6, 5, c, px));
+  }
   return 0;
 }
