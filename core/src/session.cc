@@ -1,7 +1,6 @@
 // Session: shapes for the actual inputs, a memory plan, and sequential execution of the
 // chosen kernels on the session's oneTBB arena.
 #include <minnow/session.h>
-#include <minnow/tsan.h>
 
 #include "log.h"
 #include "planner.h"
@@ -124,10 +123,9 @@ struct Session::Impl {
 
 namespace {
 void parallel_for_on_arena(void*, size_t n, size_t grain, mn_range_fn fn, void* user) {
-  // Called from inside arena->execute, so the work runs on this session's threads. The
-  // fork/join edges are for ThreadSanitizer, which cannot see inside Debian's libtbb.
-  tsan::fork_join([&](auto&& body) { tbb::parallel_for(tbb::blocked_range<size_t>(0, n, grain), body); },
-                  [&](const tbb::blocked_range<size_t>& r) { fn(user, r.begin(), r.end()); });
+  // Called from inside arena->execute, so the work runs on this session's threads.
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, n, grain),
+                    [&](const tbb::blocked_range<size_t>& r) { fn(user, r.begin(), r.end()); });
 }
 }  // namespace
 

@@ -1,7 +1,6 @@
 #include "train_graph.h"
 
 #include <minnow/model.h>
-#include <minnow/tsan.h>
 
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
@@ -25,11 +24,10 @@ namespace {
 
 using Dims = std::vector<int64_t>;
 
-// tbb::parallel_for over [0, n), with the ThreadSanitizer edges of minnow/tsan.h (TSan
-// cannot see inside Debian's libtbb).
+// tbb::parallel_for over [0, n).
 template <class Fn>
 void parallel_rows(int64_t n, Fn&& fn) {
-  tsan::fork_join([&](auto&& body) { tbb::parallel_for(int64_t(0), n, body); }, fn);
+  tbb::parallel_for(int64_t(0), n, fn);
 }
 
 // C[M,N] (+)= A[M,K] * B[K,N], all row-major. Rows of C in parallel; the inner loop runs

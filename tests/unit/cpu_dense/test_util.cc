@@ -1,6 +1,5 @@
 #include "test_util.h"
 
-#include <minnow/tsan.h>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -268,10 +267,8 @@ tbb::task_arena& arena() {
 
 void tbb_parallel_for(void*, size_t n, size_t grain, mn_range_fn fn, void* user) {
   arena().execute([&] {
-    // The edges of minnow/tsan.h: ThreadSanitizer cannot see inside Debian's libtbb.
-    minnow::tsan::fork_join(
-        [&](auto&& body) { tbb::parallel_for(tbb::blocked_range<size_t>(0, n, grain), body); },
-        [&](const tbb::blocked_range<size_t>& r) { fn(user, r.begin(), r.end()); });
+    tbb::parallel_for(tbb::blocked_range<size_t>(0, n, grain),
+                      [&](const tbb::blocked_range<size_t>& r) { fn(user, r.begin(), r.end()); });
   });
 }
 
