@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   # toolchain
-  cmake ninja-build g++ pkg-config ccache zlib1g-dev libstb-dev
+  cmake ninja-build g++ pkg-config ccache zlib1g-dev libstb-dev libpng-dev libjpeg62-turbo-dev
   # core and plugins
   libboost-dev libboost-filesystem-dev flatbuffers-compiler libflatbuffers-dev
   libspdlog-dev libtbb-dev libhwy-dev libcli11-dev nlohmann-json3-dev libeigen3-dev

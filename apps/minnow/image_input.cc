@@ -1,6 +1,6 @@
 #include "image_input.h"
 
-#include <stb/stb_image.h>
+#include "image_decode.h"
 
 #include <algorithm>
 #include <cmath>
@@ -15,7 +15,7 @@ bool is_image_path(const std::string& path) {
   std::string ext = path.substr(path.find_last_of('.') == std::string::npos ? path.size() : path.find_last_of('.'));
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char ch) { return std::tolower(ch); });
   return ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".bmp" || ext == ".tga" || ext == ".gif" ||
-         ext == ".ppm" || ext == ".pgm";
+         ext == ".ppm" || ext == ".pgm" || ext == ".pnm";  // BMP/TGA/GIF: named in the error
 }
 
 std::vector<float> resize_bilinear(const uint8_t* src, int w, int h, int c, int ow, int oh) {
@@ -47,24 +47,16 @@ Result<Tensor> decode_image_tensor(const uint8_t* data, size_t size, const std::
   const int64_t h_dim = opt.nhwc ? shape[1] : shape[2], w_dim = opt.nhwc ? shape[2] : shape[3];
   int channels = c_dim > 0 ? int(c_dim) : 3;
   if (channels != 1 && channels != 3) return invalid_argument(path + ": the input takes " + std::to_string(channels) + " channels; images give 1 or 3");
-  if (size > size_t(INT32_MAX)) return invalid_argument(path + ": image file larger than 2 GiB");
-  int w = 0, h = 0, n = 0;
-  // The header alone first: refuse a huge image before stb allocates for it.
-  if (!stbi_info_from_memory(data, int(size), &w, &h, &n))
-    return invalid_argument(path + ": cannot decode image (" + (stbi_failure_reason() ? stbi_failure_reason() : "unknown") +
-                            "; PNG, JPEG, BMP, PGM and PPM are read)");
-  if (w <= 0 || h <= 0 || int64_t(w) * h > kMaxImagePixels)
-    return invalid_argument(path + ": image of " + std::to_string(w) + "x" + std::to_string(h) + " pixels is larger than the " +
-                            std::to_string(kMaxImagePixels) + " pixels read");
-  std::unique_ptr<uint8_t, void (*)(void*)> pixels(stbi_load_from_memory(data, int(size), &w, &h, &n, channels),
-                                                   stbi_image_free);
-  if (!pixels) return invalid_argument(path + ": cannot decode image (" + (stbi_failure_reason() ? stbi_failure_reason() : "unknown") + ")");
+  DecodedImage img;
+  const std::string why = decode_image(data, size, channels, &img);
+  if (!why.empty()) return invalid_argument(path + ": cannot decode image: " + why);
+  const int w = img.width, h = img.height;
   int ow = opt.width ? opt.width : (w_dim > 0 ? int(w_dim) : w);
   int oh = opt.height ? opt.height : (h_dim > 0 ? int(h_dim) : h);
   if ((w_dim > 0 && ow != w_dim) || (h_dim > 0 && oh != h_dim))
     return invalid_argument(path + ": --resize " + std::to_string(ow) + "x" + std::to_string(oh) + " does not match the input's " + std::to_string(w_dim) + "x" + std::to_string(h_dim));
   if (ow <= 0 || oh <= 0 || int64_t(ow) * oh > (int64_t(1) << 28)) return invalid_argument(path + ": bad target size");
-  std::vector<float> px = resize_bilinear(pixels.get(), w, h, channels, ow, oh);
+  std::vector<float> px = resize_bilinear(img.pixels.data(), w, h, channels, ow, oh);
   auto pick = [&](const std::vector<float>& v, int k) { return v.size() == 1 ? v[0] : v[size_t(k)]; };
   for (const auto* v : {&opt.mean, &opt.std})
     if (v->size() != 1 && v->size() != size_t(channels))

@@ -1,4 +1,4 @@
-// Images as model inputs (PNG, JPEG, BMP ... via stb_image): decode, resize (bilinear,
+// Images as model inputs (PNG, JPEG, PGM/PPM: image_decode.h): decode, resize (bilinear,
 // half-pixel centres), channel order, normalisation x = (u / scale - mean[c]) / std[c],
 // and layout (NCHW or NHWC), into a batch-1 float tensor.
 #pragma once
@@ -21,9 +21,9 @@ struct ImageOptions {
 };
 
 // Limits on untrusted images, checked before decoding: the file's size, and the pixel count
-// its header declares (a few bytes of PNG can declare gigabytes).
+// its header declares (kMaxImagePixels, image_decode.h: a few bytes of PNG can declare
+// gigabytes).
 constexpr int64_t kMaxImageFileBytes = int64_t(256) << 20;
-constexpr int64_t kMaxImagePixels = int64_t(1) << 25;  // 32 Mpx, e.g. 8192 x 4096
 
 bool is_image_path(const std::string& path);
 // `shape` is the model input's shape (dims may be -1); channels, height and width are

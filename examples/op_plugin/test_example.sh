@@ -10,7 +10,8 @@ trap 'rm -rf "$WORK"' EXIT
 cmake --install "$BUILD" --prefix "$WORK/prefix" >/dev/null
 cp -r "$SRC/examples/op_plugin" "$WORK/op_plugin"
 rm -rf "$WORK/op_plugin/build"
-cmake -S "$WORK/op_plugin" -B "$WORK/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$WORK/prefix" >/dev/null
+cmake -S "$WORK/op_plugin" -B "$WORK/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$WORK/prefix" \
+  ${MINNOW_CONSUMER_CMAKE_ARGS:-} >/dev/null  # a sanitizer tree's compiler and flags (tests/CMakeLists.txt)
 cmake --build "$WORK/build" >/dev/null
 cd "$WORK/build"
 env -u MINNOW_PLUGIN_PATH ctest --output-on-failure

@@ -1,6 +1,6 @@
-// Fuzz target: the image reader of `minnow run` (stb_image, compiled in with PNG, JPEG,
-// BMP and PNM only: apps/minnow/stb_image_impl.cc), with the header checks, the resize and
-// the normalisation behind it. Two model input shapes: a fixed grey 28x28 one (decode,
+// Fuzz target: the image reader of `minnow run` (PNG via libpng, JPEG via libjpeg-turbo,
+// PGM/PPM by apps/minnow/image_decode.cc), with the header checks, the resize and the
+// normalisation behind it. Two model input shapes: a fixed grey 28x28 one (decode,
 // then resize to it) and a free 3-channel one (the image's own size, as a model with
 // symbolic height and width takes it).
 #include "image_input.h"

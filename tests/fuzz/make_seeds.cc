@@ -7,8 +7,7 @@
 #include <minnow/minnow.h>
 
 #include "tensor_io.h"
-#define MINNOW_TEST_IMAGES_IMPLEMENTATION
-#include "../common/test_images.h"
+#include "test_images.h"
 
 #include <cstdio>
 #include <functional>
@@ -205,10 +204,10 @@ int main(int argc, char** argv) {
   write(out + "/idx/images-idx3-ubyte", images);
   write(out + "/idx/labels-idx1-ubyte", {0, 0, 8, 1, 0, 0, 0, 3, 7, 0, 9});
 
-  // Images: 6x5, grey and RGB, in each format (PNG, BMP, JPEG, PGM/PPM).
+  // Images: 6x5, grey and RGB, in each format read (PNG, JPEG, PGM/PPM).
   using test::ImageFormat;
   const std::pair<ImageFormat, const char*> formats[] = {
-      {ImageFormat::kPng, "png"}, {ImageFormat::kBmp, "bmp"}, {ImageFormat::kJpeg, "jpg"}, {ImageFormat::kPnm, "pnm"}};
+      {ImageFormat::kPng, "png"}, {ImageFormat::kJpeg, "jpg"}, {ImageFormat::kPnm, "pnm"}};
   for (int c : {1, 3}) {
     std::vector<uint8_t> px(size_t(6 * 5 * c));
     for (size_t k = 0; k < px.size(); ++k) px[k] = uint8_t(k * 29 + 7);

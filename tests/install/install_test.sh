@@ -19,7 +19,7 @@ env -u MINNOW_PLUGIN_PATH "$P/bin/minnow" plugins | tee "$WORK/plugins.txt"
 grep -q "cpu_dense" "$WORK/plugins.txt"
 grep -q "$P/lib/minnow/plugins" "$WORK/plugins.txt"
 cmake -S "$SRC/tests/install/consumer" -B "$WORK/consumer" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -DCMAKE_PREFIX_PATH="$P" >/dev/null
+      -DCMAKE_PREFIX_PATH="$P" ${MINNOW_CONSUMER_CMAKE_ARGS:-} >/dev/null
 cmake --build "$WORK/consumer" >/dev/null
 env -u MINNOW_PLUGIN_PATH "$WORK/consumer/consumer_app" "$WORK/consumer/plugins"
 echo "install test passed"

@@ -3,8 +3,8 @@
 // a header declaring too many pixels, wrong channel count). Images are encoded in memory.
 #include <doctest/doctest.h>
 
-#define MINNOW_TEST_IMAGES_IMPLEMENTATION
-#include "../common/test_images.h"
+#include "test_images.h"
+#include "crc32.h"
 #include "image_input.h"
 
 #include <cmath>
@@ -30,9 +30,8 @@ Result<Tensor> decode(const std::vector<uint8_t>& bytes, const Shape& shape, con
 
 TEST_SUITE("image_input") {
   TEST_CASE("lossless formats decode exactly, grey and RGB, NCHW") {
-    for (ImageFormat f : {ImageFormat::kPng, ImageFormat::kBmp, ImageFormat::kPnm}) {
+    for (ImageFormat f : {ImageFormat::kPng, ImageFormat::kPnm}) {
       for (int c : {1, 3}) {
-        if (f == ImageFormat::kBmp && c == 1) continue;  // stb writes grey BMP as RGB
         const int w = 5, h = 3;
         const auto px = ramp(w, h, c);
         auto t = decode(encode_image(f, w, h, c, px), Shape{1, c, -1, -1});
@@ -44,6 +43,43 @@ TEST_SUITE("image_input") {
             for (int x = 0; x < w; ++x)
               REQUIRE(d[(size_t(k) * h + y) * w + x] == doctest::Approx(px[(size_t(y) * w + x) * c + k] / 255.f));
       }
+    }
+  }
+
+  TEST_CASE("PGM/PPM: maxval scaling, 16-bit samples, comments, grey <-> RGB") {
+    // maxval 15, a comment between fields: 0, 15, 5 -> 0, 255, 85.
+    const std::string p5 = "P5 # made by hand\n3 1\n15\n";
+    std::vector<uint8_t> f(p5.begin(), p5.end());
+    for (uint8_t v : {0, 15, 5}) f.push_back(v);
+    auto t = decode(f, Shape{1, 1, 1, 3}, [] { cli::ImageOptions o; o.scale = 1.f; return o; }());
+    REQUIRE_MESSAGE(t.is_ok(), t.status().message());
+    CHECK(t.value().data<float>()[0] == 0.f);
+    CHECK(t.value().data<float>()[1] == 255.f);
+    CHECK(t.value().data<float>()[2] == 85.f);
+    // 16-bit big-endian: 65535 -> 255, 257 -> 1; as RGB every channel repeats the grey value.
+    const std::string h16 = "P5\n2 1\n65535\n";
+    std::vector<uint8_t> g(h16.begin(), h16.end());
+    for (uint8_t b : {0xff, 0xff, 0x01, 0x01}) g.push_back(b);
+    cli::ImageOptions raw;
+    raw.scale = 1.f;
+    auto rgb = decode(g, Shape{1, 3, 1, 2}, raw);
+    REQUIRE_MESSAGE(rgb.is_ok(), rgb.status().message());
+    for (int k = 0; k < 3; ++k) {
+      CHECK(rgb.value().data<float>()[k * 2] == 255.f);
+      CHECK(rgb.value().data<float>()[k * 2 + 1] == 1.f);
+    }
+    // PPM to grey: BT.601 luma of pure red, green, blue.
+    const std::vector<uint8_t> px = {255, 0, 0, 0, 255, 0, 0, 0, 255};
+    auto grey = decode(encode_image(ImageFormat::kPnm, 3, 1, 3, px), Shape{1, 1, 1, 3}, raw);
+    REQUIRE_MESSAGE(grey.is_ok(), grey.status().message());
+    CHECK(grey.value().data<float>()[0] == 76.f);
+    CHECK(grey.value().data<float>()[1] == 150.f);
+    CHECK(grey.value().data<float>()[2] == 29.f);
+    // Too few pixel bytes, maxval 0, an 8000x8000 header: refused.
+    for (const std::string& bad : {std::string("P6\n4 4\n255\n\x01\x02"), std::string("P5\n1 1\n0\n\x00"),
+                                   std::string("P5\n8000 8000\n255\n")}) {
+      auto r = decode(std::vector<uint8_t>(bad.begin(), bad.end()), Shape{1, 1, -1, -1});
+      CHECK_FALSE(r.is_ok());
     }
   }
 
@@ -97,15 +133,20 @@ TEST_SUITE("image_input") {
       auto r = decode(cut, Shape{1, 1, -1, -1});
       if (!r.is_ok()) CHECK_MESSAGE(msg(r).find("x.img") != std::string::npos, msg(r));
     }
-    auto gif = decode(std::vector<uint8_t>{'G', 'I', 'F', '8', '9', 'a', 2, 0, 2, 0, 0, 0, 0}, Shape{1, 1, -1, -1});
-    REQUIRE_FALSE(gif.is_ok());
-    CHECK_MESSAGE(msg(gif).find("PNG, JPEG") != std::string::npos, msg(gif));
+    for (const auto& other : {std::vector<uint8_t>{'G', 'I', 'F', '8', '9', 'a', 2, 0, 2, 0, 0, 0, 0},
+                              encode_image(ImageFormat::kBmp, 2, 2, 3, std::vector<uint8_t>(12, 9))}) {
+      auto r = decode(other, Shape{1, 1, -1, -1});
+      REQUIRE_FALSE(r.is_ok());
+      CHECK_MESSAGE(msg(r).find("unknown image format; PNG, JPEG") != std::string::npos, msg(r));
+    }
     // IHDR width and height (big-endian at bytes 16 and 20) patched to 8000 x 8000: refused
     // from the header, before 64 Mpx are allocated (stb itself only stops at 2^30 bytes).
     auto huge = png;
     for (int at : {16, 20}) {
       huge[size_t(at)] = 0, huge[size_t(at) + 1] = 0, huge[size_t(at) + 2] = 0x1f, huge[size_t(at) + 3] = 0x40;
     }
+    const uint32_t crc = crc32(huge.data() + 12, 17);  // chunk type + data; libpng checks it
+    for (int k = 0; k < 4; ++k) huge[size_t(29 + k)] = uint8_t(crc >> (24 - 8 * k));
     auto big = decode(huge, Shape{1, 1, -1, -1});
     REQUIRE_FALSE(big.is_ok());
     CHECK_MESSAGE(msg(big).find("8000x8000 pixels is larger") != std::string::npos, msg(big));
