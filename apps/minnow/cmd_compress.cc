@@ -38,6 +38,7 @@ const char* main_option(const std::string& t) {
   if (t == "prune") return "sparsity";
   if (t == "quantize") return "bits";
   if (t == "distill") return "epochs";
+  if (t == "prune-channels") return "ratio";
   return nullptr;
 }
 
@@ -195,6 +196,9 @@ void register_compress_command(CLI::App& app, GlobalOptions& g) {
     bool needs_train = false;
     for (const auto& s : steps) needs_train = needs_train || s.name == "distill";
     if (needs_train && train_images.empty()) throw CliError("the pipeline has a distill step: give --train-images");
+    for (const auto& s : steps)
+      if (s.name == "prune-channels" && train_images.empty())
+        throw CliError("the pipeline has a prune-channels step: give --train-images (its calibration images)");
     if (eval_images.empty() != eval_labels.empty()) throw CliError("--eval-images and --eval-labels go together");
 
     auto engine = make_engine(g);
@@ -255,6 +259,11 @@ void register_compress_command(CLI::App& app, GlobalOptions& g) {
         kv.emplace_back("std", std::to_string(stdv));
         if (!plugin_dir.empty()) kv.emplace_back("plugin_path", plugin_dir);
         if (!json) kv.emplace_back("progress", "1");
+      }
+      if (s.name == "prune-channels") {  // calibration images: the training images
+        kv.emplace_back("images", train_images);
+        kv.emplace_back("mean", std::to_string(mean));
+        kv.emplace_back("std", std::to_string(stdv));
       }
       std::string report;
       auto r = engine->transform(s.name, bytes, kv, &report);
