@@ -15,10 +15,10 @@
 //   min_channels=1  refit=1 (0: select only, keep the consumer's other weights)
 //   intercept=1 (re-fit the consumer's bias too)  ridge=1e-7
 #include "channel_graph.h"
-#include "flops.h"
 #include "refit.h"
 
 #include "../compress_common/dataset.h"
+#include "../compress_common/flops.h"
 #include "../compress_common/ir_util.h"
 #include "../compress_common/train_graph.h"
 #include "../compress_common/transform_plugin.h"
@@ -75,7 +75,7 @@ void prune_channels(TransformContext& ctx) {
   const ir::ModelIR original = m;
   Forward f0(original, data);
   auto shape0 = [&](int t) { return f0.shape(t); };
-  const int64_t flops_before = channels::model_flops(original, shape0);
+  const int64_t flops_before = model_flops(original, shape0);
   std::vector<channels::Pair> pairs = channels::find_pairs(original, shape0);
 
   // Per-layer overrides, by the producer's weight tensor name; unknown names are errors.
@@ -145,7 +145,7 @@ void prune_channels(TransformContext& ctx) {
   one.count = std::min<int64_t>(data.count, 8);
   one.data.resize(size_t(one.count * one.sample_size()));
   Forward f1(m, one);
-  const int64_t flops_after = channels::model_flops(m, [&](int t) { return f1.shape(t); });
+  const int64_t flops_after = model_flops(m, [&](int t) { return f1.shape(t); });
   std::snprintf(line, sizeof line, "  FLOPs per image (Conv/Gemm/MatMul): %lld -> %lld (%.2fx fewer)\n",
                 (long long)flops_before, (long long)flops_after,
                 flops_after ? double(flops_before) / double(flops_after) : 0.0);

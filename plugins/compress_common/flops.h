@@ -1,6 +1,6 @@
-// Floating-point operations per sample of the layers channel pruning shrinks (2 per
-// multiply-add of Conv / Gemm / MatMul; everything else is cheap next to them), from the
-// activation shapes of a forward pass.
+// Floating-point operations per sample of the weight layers (2 per multiply-add of Conv /
+// Gemm / MatMul; everything else is cheap next to them), from tensor shapes (a forward
+// pass's, or the engine's shape inference). Used by prune-channels and `minnow compress`.
 #pragma once
 
 #include <minnow/ir.h>
@@ -11,14 +11,13 @@
 
 namespace minnow {
 namespace compress {
-namespace channels {
 
 using ShapeOf = std::function<std::vector<int64_t>(int)>;
 
-// 0 for nodes that are not Conv / Gemm / MatMul or whose shapes are unknown.
+// 0 for nodes that are not Conv / Gemm / MatMul or whose shapes are unknown (dim 0, the
+// batch, is ignored).
 int64_t node_flops(const ir::ModelIR& m, const ir::Node& n, const ShapeOf& shape);
 int64_t model_flops(const ir::ModelIR& m, const ShapeOf& shape);
 
-}  // namespace channels
 }  // namespace compress
 }  // namespace minnow

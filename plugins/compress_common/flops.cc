@@ -2,13 +2,15 @@
 
 namespace minnow {
 namespace compress {
-namespace channels {
 
 int64_t node_flops(const ir::ModelIR& m, const ir::Node& n, const ShapeOf& shape) {
   if (n.op != "Conv" && n.op != "Gemm" && n.op != "MatMul") return 0;
   if (n.inputs.size() < 2 || n.outputs.empty()) return 0;
   std::vector<int64_t> y = shape(n.outputs[0]), w = shape(n.inputs[1]), x = shape(n.inputs[0]);
   if (y.empty() || w.empty() || x.empty()) return 0;
+  for (const auto* s : {&y, &w, &x})
+    for (size_t k = 1; k < s->size(); ++k)
+      if ((*s)[k] < 0) return 0;
   int64_t out = 1;  // output elements per sample
   for (size_t k = 1; k < y.size(); ++k) out *= y[k];
   if (n.op == "Conv") {
@@ -26,6 +28,5 @@ int64_t model_flops(const ir::ModelIR& m, const ShapeOf& shape) {
   return f;
 }
 
-}  // namespace channels
 }  // namespace compress
 }  // namespace minnow
