@@ -128,7 +128,9 @@ struct LayerRow {
   double sparsity = 0;
   std::string bits;
   uint64_t before = 0, after = 0;
-  int64_t flops_before = 0, flops_after = 0;  // per sample; 0: not a Conv/Gemm/MatMul, or shapes unknown
+  // Per sample; 0: not a Conv/Gemm/MatMul, or shapes unknown; before -1: no layer of the
+  // input has this weight (a step renamed it, as fuse does when it folds BatchNormalization).
+  int64_t flops_before = -1, flops_after = 0;
 };
 
 // Tensor shapes from the engine's shape inference, for FLOP counts (empty when it fails:
@@ -312,10 +314,11 @@ void register_compress_command(CLI::App& app, GlobalOptions& g) {
     if (json) {
       std::string layers;
       for (const auto& r : rows) {
+        const std::string fb = r.flops_before < 0 ? "null" : std::to_string(r.flops_before);
         char b[640];
-        std::snprintf(b, sizeof b, "%s{\"name\":\"%s\",\"params\":%lld,\"sparsity\":%.4f,\"bits\":\"%s\",\"bytes_before\":%llu,\"bytes_after\":%llu,\"flops_before\":%lld,\"flops_after\":%lld}",
+        std::snprintf(b, sizeof b, "%s{\"name\":\"%s\",\"params\":%lld,\"sparsity\":%.4f,\"bits\":\"%s\",\"bytes_before\":%llu,\"bytes_after\":%llu,\"flops_before\":%s,\"flops_after\":%lld}",
                       layers.empty() ? "" : ",", json_escape(r.name).c_str(), (long long)r.params, r.sparsity, r.bits.c_str(),
-                      (unsigned long long)r.before, (unsigned long long)r.after, (long long)r.flops_before, (long long)r.flops_after);
+                      (unsigned long long)r.before, (unsigned long long)r.after, fb.c_str(), (long long)r.flops_after);
         layers += b;
       }
       std::printf("{\"bytes_before\":%llu,\"bytes_after\":%zu,\"ratio\":%.4f,\"flops_before\":%lld,\"flops_after\":%lld,\"layers\":[%s],\"accuracy_before\":%s,\"accuracy_after\":%s,\"steps\":[%s]}\n",
@@ -327,9 +330,9 @@ void register_compress_command(CLI::App& app, GlobalOptions& g) {
     std::printf("\n%-28s %10s %9s %6s %12s %12s %12s %12s\n", "layer", "params", "sparsity", "bits", "bytes before",
                 "bytes after", "FLOPs before", "FLOPs after");
     for (const auto& r : rows)
-      std::printf("%-28s %10lld %8.1f%% %6s %12llu %12llu %12lld %12lld\n", r.name.c_str(), (long long)r.params, 100 * r.sparsity,
-                  r.bits.c_str(), (unsigned long long)r.before, (unsigned long long)r.after, (long long)r.flops_before,
-                  (long long)r.flops_after);
+      std::printf("%-28s %10lld %8.1f%% %6s %12llu %12llu %12s %12lld\n", r.name.c_str(), (long long)r.params, 100 * r.sparsity,
+                  r.bits.c_str(), (unsigned long long)r.before, (unsigned long long)r.after,
+                  r.flops_before < 0 ? "-" : std::to_string(r.flops_before).c_str(), (long long)r.flops_after);
     std::printf("\ntotal: %llu -> %zu bytes (%.2fx)", (unsigned long long)bytes_before, bytes.size(), ratio);
     if (flops_after > 0)
       std::printf(", FLOPs per sample %lld -> %lld (%.2fx)", (long long)flops_before, (long long)flops_after,
