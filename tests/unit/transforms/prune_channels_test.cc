@@ -3,7 +3,7 @@
 // result prepares and runs, FLOPs drop as counted by hand, ratio=0 changes nothing, and
 // a channel that is zero or a duplicate is removed with the outputs unchanged after
 // the least-squares re-fit of the next layer.
-#include "test_util.h"
+#include "transform_test_util.h"
 
 #include <ir_util.h>
 
@@ -14,44 +14,15 @@
 #include <unistd.h>
 
 using namespace minnow;
-using KV = std::vector<std::pair<std::string, std::string>>;
+using namespace minnow::test;
 
 namespace {
-
-std::shared_ptr<Engine> engine() {
-  static auto e = test::make_engine();
-  return e;
-}
-
-std::vector<uint8_t> bytes_of(const ModelBuilder& b) {
-  auto r = b.serialize();
-  REQUIRE_MESSAGE(r.is_ok(), r.status().message());
-  return r.value();
-}
-
-ir::ModelIR ir_of(const std::vector<uint8_t>& b) {
-  auto r = parse_model(b.data(), b.size(), nullptr, "test");
-  REQUIRE_MESSAGE(r.is_ok(), r.status().message());
-  return r.value();
-}
 
 Shape shape_of(const std::vector<uint8_t>& b, const std::string& tensor) {
   ir::ModelIR m = ir_of(b);
   int t = m.graph.find_tensor(tensor);
   REQUIRE_MESSAGE(t >= 0, tensor);
   return compress::constant_f32(m, t).shape();
-}
-
-Tensor run(const std::vector<uint8_t>& b, const Tensor& x) {
-  auto model = Model::load_memory(b.data(), b.size(), "test");
-  REQUIRE_MESSAGE(model.is_ok(), model.status().message());
-  auto prepared = engine()->prepare(model.value());
-  REQUIRE_MESSAGE(prepared.is_ok(), prepared.status().message());
-  auto s = Session::create(prepared.value());
-  REQUIRE(s.is_ok());
-  auto out = s.value()->run({x});
-  REQUIRE_MESSAGE(out.is_ok(), out.status().message());
-  return out.value()[0];
 }
 
 // Calibration images as raw float32 [n, sample...] in a temporary file (removed on exit).
@@ -74,11 +45,7 @@ struct CalibFile {
 };
 
 std::vector<uint8_t> prune(const std::vector<uint8_t>& in, const KV& opts, std::string* report = nullptr) {
-  std::string rep;
-  auto r = engine()->transform("prune-channels", in, opts, &rep);
-  REQUIRE_MESSAGE(r.is_ok(), r.status().message());
-  if (report) *report = rep;
-  return r.value();
+  return xform("prune-channels", in, opts, report);
 }
 
 // Conv(8) -> BN -> Relu -> depthwise Conv -> Relu -> MaxPool -> Conv(6) -> Relu -> Flatten -> Gemm(5).
