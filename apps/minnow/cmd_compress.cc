@@ -213,8 +213,12 @@ void register_compress_command(CLI::App& app, GlobalOptions& g) {
     bool needs_train = false;
     for (const auto& s : steps) needs_train = needs_train || s.name == "distill";
     if (needs_train && train_images.empty()) throw CliError("the pipeline has a distill step: give --train-images");
+    auto has_option = [](const Step& s, const char* key) {
+      for (const auto& kv : s.options) if (kv.first == key) return true;
+      return false;
+    };
     for (const auto& s : steps)
-      if (s.name == "prune-channels" && train_images.empty())
+      if (s.name == "prune-channels" && train_images.empty() && !has_option(s, "images"))
         throw CliError("the pipeline has a prune-channels step: give --train-images (its calibration images)");
     if (eval_images.empty() != eval_labels.empty()) throw CliError("--eval-images and --eval-labels go together");
 
@@ -277,7 +281,7 @@ void register_compress_command(CLI::App& app, GlobalOptions& g) {
         if (!plugin_dir.empty()) kv.emplace_back("plugin_path", plugin_dir);
         if (!json) kv.emplace_back("progress", "1");
       }
-      if (s.name == "prune-channels") {  // calibration images: the training images
+      if (s.name == "prune-channels" && !has_option(s, "images")) {  // calibration images: the training images
         kv.emplace_back("images", train_images);
         kv.emplace_back("mean", std::to_string(mean));
         kv.emplace_back("std", std::to_string(stdv));
