@@ -160,8 +160,8 @@ std::vector<Pair> find_pairs(const ir::ModelIR& m, const std::function<std::vect
       bool pass = false;
       if (elementwise(n.op)) {
         pass = true;
-        for (size_t k = 1; k < n.inputs.size(); ++k)  // Clip's bounds: scalars only
-          pass = pass && (n.inputs[k] < 0 || (is_constant(m, n.inputs[k]) && constant_f32(m, n.inputs[k]).elements() == 1));
+        for (size_t k = 1; k < n.inputs.size(); ++k)  // Clip's bounds, Dropout's ratio: constant scalars only
+          pass = pass && (n.inputs[k] < 0 || (is_constant(m, n.inputs[k]) && shape_elements(m.graph.tensors[size_t(n.inputs[k])].static_shape()) <= 1));
         pass = pass && n.outputs.size() == 1;
       } else if (!flattened && (pool(n.op) || depthwise(m, n, p.channels) || batchnorm(m, n, p.channels))) {
         pass = n.outputs.size() == 1;
