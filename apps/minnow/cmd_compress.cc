@@ -14,6 +14,7 @@
 
 #include <dataset.h>
 #include <evaluate.h>
+#include <flops.h>
 #include <ir_util.h>
 
 #include <cmath>
@@ -38,6 +39,7 @@ const char* main_option(const std::string& t) {
   if (t == "prune") return "sparsity";
   if (t == "quantize") return "bits";
   if (t == "distill") return "epochs";
+  if (t == "prune-channels") return "ratio";
   return nullptr;
 }
 
@@ -126,13 +128,29 @@ struct LayerRow {
   double sparsity = 0;
   std::string bits;
   uint64_t before = 0, after = 0;
+  // Per sample; 0: not a Conv/Gemm/MatMul, or shapes unknown; before -1: no layer of the
+  // input has this weight (a step renamed it, as fuse does when it folds BatchNormalization).
+  int64_t flops_before = -1, flops_after = 0;
 };
 
-std::vector<LayerRow> layer_table(const ir::ModelIR& before, const ir::ModelIR& after) {
+// Tensor shapes from the engine's shape inference, for FLOP counts (empty when it fails:
+// the counts then read 0 rather than failing the compression).
+compress::ShapeOf shapes_of(const Engine& engine, const Model& model) {
+  auto r = engine.infer_shapes(model);
+  auto shapes = std::make_shared<std::vector<InferredTensor>>(r ? r.value() : std::vector<InferredTensor>{});
+  return [shapes](int t) { return t >= 0 && size_t(t) < shapes->size() ? Shape(shapes->at(size_t(t)).dims) : Shape{}; };
+}
+
+std::vector<LayerRow> layer_table(const ir::ModelIR& before, const ir::ModelIR& after, const compress::ShapeOf& shape_before,
+                                  const compress::ShapeOf& shape_after) {
   std::vector<LayerRow> rows;
   for (const auto& w : compress::weight_tensors(after)) {
     LayerRow r;
     r.name = w.name;
+    r.flops_after = compress::node_flops(after, after.graph.nodes[size_t(w.node)], shape_after);
+    for (const auto& n : before.graph.nodes)
+      if (n.inputs.size() > 1 && n.inputs[1] >= 0 && before.graph.tensors[size_t(n.inputs[1])].name == w.name)
+        r.flops_before = compress::node_flops(before, n, shape_before);
     const auto& info = after.graph.tensors[size_t(w.tensor)];
     Tensor v = compress::constant_f32(after, w.tensor);
     r.params = v.elements();
@@ -195,6 +213,13 @@ void register_compress_command(CLI::App& app, GlobalOptions& g) {
     bool needs_train = false;
     for (const auto& s : steps) needs_train = needs_train || s.name == "distill";
     if (needs_train && train_images.empty()) throw CliError("the pipeline has a distill step: give --train-images");
+    auto has_option = [](const Step& s, const char* key) {
+      for (const auto& kv : s.options) if (kv.first == key) return true;
+      return false;
+    };
+    for (const auto& s : steps)
+      if (s.name == "prune-channels" && train_images.empty() && !has_option(s, "images"))
+        throw CliError("the pipeline has a prune-channels step: give --train-images (its calibration images)");
     if (eval_images.empty() != eval_labels.empty()) throw CliError("--eval-images and --eval-labels go together");
 
     auto engine = make_engine(g);
@@ -256,6 +281,11 @@ void register_compress_command(CLI::App& app, GlobalOptions& g) {
         if (!plugin_dir.empty()) kv.emplace_back("plugin_path", plugin_dir);
         if (!json) kv.emplace_back("progress", "1");
       }
+      if (s.name == "prune-channels" && !has_option(s, "images")) {  // calibration images: the training images
+        kv.emplace_back("images", train_images);
+        kv.emplace_back("mean", std::to_string(mean));
+        kv.emplace_back("std", std::to_string(stdv));
+      }
       std::string report;
       auto r = engine->transform(s.name, bytes, kv, &report);
       if (!r) {
@@ -280,28 +310,37 @@ void register_compress_command(CLI::App& app, GlobalOptions& g) {
     if (!temp_teacher.empty()) std::remove(temp_teacher.c_str());
     auto result = check(Model::load_memory(bytes.data(), bytes.size(), out));
     check(write_file_atomic(out, bytes.data(), bytes.size()));
-    auto rows = layer_table(original, result->ir());
+    const compress::ShapeOf shape_before = shapes_of(*engine, *input), shape_after = shapes_of(*engine, *result);
+    auto rows = layer_table(original, result->ir(), shape_before, shape_after);
+    const int64_t flops_before = compress::model_flops(original, shape_before);
+    const int64_t flops_after = compress::model_flops(result->ir(), shape_after);
     const double ratio = double(bytes_before) / double(bytes.size());
     if (json) {
       std::string layers;
       for (const auto& r : rows) {
-        char b[512];
-        std::snprintf(b, sizeof b, "%s{\"name\":\"%s\",\"params\":%lld,\"sparsity\":%.4f,\"bits\":\"%s\",\"bytes_before\":%llu,\"bytes_after\":%llu}",
+        const std::string fb = r.flops_before < 0 ? "null" : std::to_string(r.flops_before);
+        char b[640];
+        std::snprintf(b, sizeof b, "%s{\"name\":\"%s\",\"params\":%lld,\"sparsity\":%.4f,\"bits\":\"%s\",\"bytes_before\":%llu,\"bytes_after\":%llu,\"flops_before\":%s,\"flops_after\":%lld}",
                       layers.empty() ? "" : ",", json_escape(r.name).c_str(), (long long)r.params, r.sparsity, r.bits.c_str(),
-                      (unsigned long long)r.before, (unsigned long long)r.after);
+                      (unsigned long long)r.before, (unsigned long long)r.after, fb.c_str(), (long long)r.flops_after);
         layers += b;
       }
-      std::printf("{\"bytes_before\":%llu,\"bytes_after\":%zu,\"ratio\":%.4f,\"layers\":[%s],\"accuracy_before\":%s,\"accuracy_after\":%s,\"steps\":[%s]}\n",
-                  (unsigned long long)bytes_before, bytes.size(), ratio, layers.c_str(),
+      std::printf("{\"bytes_before\":%llu,\"bytes_after\":%zu,\"ratio\":%.4f,\"flops_before\":%lld,\"flops_after\":%lld,\"layers\":[%s],\"accuracy_before\":%s,\"accuracy_after\":%s,\"steps\":[%s]}\n",
+                  (unsigned long long)bytes_before, bytes.size(), ratio, (long long)flops_before, (long long)flops_after, layers.c_str(),
                   std::isnan(acc_before) ? "null" : fmt_acc(acc_before).c_str(), std::isnan(acc) ? "null" : fmt_acc(acc).c_str(),
                   steps_json.c_str());
       return;
     }
-    std::printf("\n%-28s %10s %9s %6s %12s %12s\n", "layer", "params", "sparsity", "bits", "bytes before", "bytes after");
+    std::printf("\n%-28s %10s %9s %6s %12s %12s %12s %12s\n", "layer", "params", "sparsity", "bits", "bytes before",
+                "bytes after", "FLOPs before", "FLOPs after");
     for (const auto& r : rows)
-      std::printf("%-28s %10lld %8.1f%% %6s %12llu %12llu\n", r.name.c_str(), (long long)r.params, 100 * r.sparsity,
-                  r.bits.c_str(), (unsigned long long)r.before, (unsigned long long)r.after);
+      std::printf("%-28s %10lld %8.1f%% %6s %12llu %12llu %12s %12lld\n", r.name.c_str(), (long long)r.params, 100 * r.sparsity,
+                  r.bits.c_str(), (unsigned long long)r.before, (unsigned long long)r.after,
+                  r.flops_before < 0 ? "-" : std::to_string(r.flops_before).c_str(), (long long)r.flops_after);
     std::printf("\ntotal: %llu -> %zu bytes (%.2fx)", (unsigned long long)bytes_before, bytes.size(), ratio);
+    if (flops_after > 0)
+      std::printf(", FLOPs per sample %lld -> %lld (%.2fx)", (long long)flops_before, (long long)flops_after,
+                  double(flops_before) / double(flops_after));
     if (!std::isnan(acc_before)) std::printf(", accuracy %.4f -> %.4f", acc_before, acc);
     std::printf("\nwrote %s\n", out.c_str());
   });

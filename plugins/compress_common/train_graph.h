@@ -40,6 +40,8 @@ class TrainGraph {
   const Value& forward(const std::vector<float>& input, int64_t n);
   // Backward from d(loss)/d(output); fills param_grad (overwritten, not accumulated).
   void backward(const std::vector<float>& d_output);
+  // Any tensor's value in the last forward (activation or constant); throws if unknown.
+  const Value& value(int t) const { return val(t); }
 
  private:
   struct Step;

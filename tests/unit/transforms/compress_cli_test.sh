@@ -25,6 +25,9 @@ before=$(echo "$json" | sed -n 's/^{"bytes_before":\([0-9]*\),.*/\1/p')
 after=$(echo "$json" | sed -n 's/^{"bytes_before":[0-9]*,"bytes_after":\([0-9]*\),.*/\1/p')
 [ "$(stat -c %s "$WORK/out/c.minnow")" = "$after" ] || fail "file size differs from bytes_after $after"
 [ "$before" -gt "$after" ] || fail "bytes_before $before not above bytes_after $after"
+# lenet5's FLOPs per image by hand: conv1 2*6*28*28*25 + conv2 2*16*10*10*150 + fc 2*(400*120+120*84+84*10);
+# unstructured pruning leaves them as they are.
+echo "$json" | grep -q '"flops_before":833040,"flops_after":833040,' || fail "FLOPs missing or wrong in the JSON summary"
 
 # 2. Input untouched; only the output in its folder (no temporary file left behind).
 [ "$(sha256sum "$WORK/in.onnx" | cut -d' ' -f1)" = "$sum_before" ] || fail "input modified"

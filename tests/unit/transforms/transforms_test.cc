@@ -2,7 +2,7 @@
 // fuse is lossless, prune hits its sparsity by magnitude, quantize keeps masks and bounds
 // the error, huffman is lossless and smaller, distill moves the student towards the
 // teacher without touching masks or codebook assignments.
-#include "test_util.h"
+#include "transform_test_util.h"
 
 #include <dataset.h>
 #include <encode.h>
@@ -17,50 +17,13 @@
 #include <unistd.h>
 
 using namespace minnow;
-using KV = std::vector<std::pair<std::string, std::string>>;
+using namespace minnow::test;
 
 namespace {
-
-std::shared_ptr<Engine> engine() {
-  static auto e = test::make_engine();
-  return e;
-}
-
-std::vector<uint8_t> bytes_of(const ModelBuilder& b) {
-  auto r = b.serialize();
-  REQUIRE_MESSAGE(r.is_ok(), r.status().message());
-  return r.value();
-}
-
-std::vector<uint8_t> xform(const std::string& name, const std::vector<uint8_t>& in, KV opts = {}, std::string* rep = nullptr) {
-  std::string report;
-  auto r = engine()->transform(name, in, opts, &report);
-  REQUIRE_MESSAGE(r.is_ok(), r.status().message());
-  if (rep) *rep = report;
-  return r.value();
-}
-
-ir::ModelIR ir_of(const std::vector<uint8_t>& b) {
-  auto r = parse_model(b.data(), b.size(), nullptr, "test");
-  REQUIRE_MESSAGE(r.is_ok(), r.status().message());
-  return r.value();
-}
 
 Tensor weight(const std::vector<uint8_t>& b, const std::string& name) {
   ir::ModelIR m = ir_of(b);
   return compress::constant_f32(m, m.graph.find_tensor(name));
-}
-
-Tensor run(const std::vector<uint8_t>& b, const Tensor& x) {
-  auto model = Model::load_memory(b.data(), b.size(), "test");
-  REQUIRE_MESSAGE(model.is_ok(), model.status().message());
-  auto prepared = engine()->prepare(model.value());
-  REQUIRE_MESSAGE(prepared.is_ok(), prepared.status().message());
-  auto s = Session::create(prepared.value());
-  REQUIRE(s.is_ok());
-  auto out = s.value()->run({x});
-  REQUIRE_MESSAGE(out.is_ok(), out.status().message());
-  return out.value()[0];
 }
 
 double zero_fraction(const Tensor& w) {
