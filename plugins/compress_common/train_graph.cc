@@ -216,7 +216,7 @@ TrainGraph::TrainGraph(const ir::ModelIR& m) : m_(m) {
       if (!ok) continue;
       const auto& node = g.nodes[n];
       bool known = node.domain.empty() && std::find_if(std::begin(kOps), std::end(kOps), [&](const char* o) { return node.op == o; }) != std::end(kOps);
-      if (!known) throw std::runtime_error("distill: no backward pass for " + node.describe() + " (op " + node.op + ")");
+      if (!known) throw std::runtime_error("no training-graph support (forward and backward pass) for " + node.describe() + " (op " + node.op + ")");
       order_.push_back(int(n));
       done[n] = true;
       progress = true;
