@@ -98,7 +98,10 @@ TEST_CASE("spmm (columns form) matches the dense product") {
   std::mt19937 rng(42);
   const int64_t row_counts[] = {1, 3, 7, 17, 33};
   const int64_t col_counts[] = {8, 13, 24, 40};
-  const int64_t js[] = {1, 5, 16, 49, 67, 130};
+  // Columns: 1 and 7 (less than a vector), 49 / 196 (the 7x7 / 14x14 layers: a partial
+  // last vector), 200 (25 AVX2 vectors: uneven strips), others odd.
+  const int64_t js[] = {1, 5, 7, 16, 49, 67, 130, 196, 200};
+  const int64_t lanes = spmm_lanes();
   int cases = 0;
   for (BlockShape prune_shape : kPruneShapes)
     for (BlockShape s : kBlockShapes)
@@ -111,7 +114,10 @@ TEST_CASE("spmm (columns form) matches the dense product") {
               ++cases;
               auto w = random_vec(N * K, rng);
               prune_blocks(w.data(), N, K, prune_shape, sp);
-              const int64_t ldx = J + 3, ldy = J + 2;  // strides wider than J
+              // Strides wider than J; every other case x padded exactly to whole vectors
+              // (the SIMD tail path, reading up to the very end of the buffer).
+              const int64_t padded_ld = (J + lanes - 1) / lanes * lanes;
+              const int64_t ldx = cases % 2 ? padded_ld : J + 3, ldy = J + 2;
               auto x = random_vec(K * ldx, rng);
               auto bias = random_vec(N, rng);
               const bool use_bias = cases % 2 == 0;
@@ -139,7 +145,8 @@ TEST_CASE("spmm (columns form) matches the dense product") {
               spmm(m, a, half, m.block_rows());
               const std::string what = "spmm " + s.str() + " pruned " + prune_shape.str() +
                                        " sp " + std::to_string(sp) + " N" + std::to_string(N) +
-                                       " K" + std::to_string(K) + " J" + std::to_string(J);
+                                       " K" + std::to_string(K) + " J" + std::to_string(J) +
+                                       " ldx" + std::to_string(ldx);
               expect_close(got_ref, want, what + " (ref)");
               expect_close(got, want, what + " (simd)");
             }
