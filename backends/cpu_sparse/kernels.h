@@ -44,8 +44,16 @@ struct RowsArgs {
   float* y;
   int64_t ldy;
 };
+// rows_ref works on block rows [rb0, rb1) of the blocked / CSR layout. rows() works on
+// units [u0, u1) of rows_units(w): the row panels when w has them (add_row_panels), else
+// block rows. Split parallel work over rows_units().
 void rows_ref(const SparseMatrix& w, const RowsArgs& a, int64_t rb0, int64_t rb1);
-void rows(const SparseMatrix& w, const RowsArgs& a, int64_t rb0, int64_t rb1);
+void rows(const SparseMatrix& w, const RowsArgs& a, int64_t u0, int64_t u1);
+// Reference for the row-panel layout: panels [p0, p1), one output at a time.
+void rows_panels_ref(const SparseMatrix& w, const RowsArgs& a, int64_t p0, int64_t p1);
+inline int64_t rows_units(const SparseMatrix& w) {
+  return w.panels() > 0 ? w.panels() : w.block_rows();
+}
 
 // Floats per vector of the SIMD target the dispatcher picked (8 on AVX2, 4 on NEON).
 int64_t spmm_lanes();

@@ -39,7 +39,20 @@ struct SparseMatrix {
   std::vector<int32_t> col;      // per block: its first column (a multiple of shape.c)
   std::vector<float> values;     // per block: R*C values, row-major inside the block
 
+  // Optional second copy of a CSR matrix for the rows form (add_row_panels): the output
+  // rows sorted by nonzero count and cut into panels of kPanel rows; step t of a panel
+  // holds the t-th nonzero of each of its rows (value 0, column 0 where a row has run
+  // out), so one vector of kPanel lanes takes a step with one gather of x and no
+  // horizontal sums. Layout of XNNPACK's spmm turned around: there the pixels are the
+  // lanes, here (batch 1, no pixels) the output rows are.
+  static constexpr int kPanel = 8;
+  std::vector<int32_t> panel_ptr;  // per panel: first step; size panels()+1 (empty: none)
+  std::vector<int32_t> panel_row;  // per panel lane: output row, -1 for padding
+  std::vector<float> panel_val;    // per step: kPanel values
+  std::vector<int32_t> panel_col;  // per step: kPanel columns
+
   int64_t block_rows() const { return (rows + shape.r - 1) / shape.r; }
+  int64_t panels() const { return panel_ptr.empty() ? 0 : static_cast<int64_t>(panel_ptr.size()) - 1; }
   int64_t blocks() const { return static_cast<int64_t>(col.size()); }
   // Fraction of stored values (zeros inside kept blocks included) among rows*cols.
   double density() const {
@@ -47,7 +60,8 @@ struct SparseMatrix {
                             : static_cast<double>(values.size()) / static_cast<double>(rows * cols);
   }
   size_t bytes() const {
-    return row_ptr.size() * 4 + col.size() * 4 + values.size() * 4;
+    return row_ptr.size() * 4 + col.size() * 4 + values.size() * 4 + panel_ptr.size() * 4 +
+           panel_row.size() * 4 + panel_val.size() * 4 + panel_col.size() * 4;
   }
 };
 
@@ -67,6 +81,10 @@ SparseMatrix pack(const float* w, int64_t rows, int64_t cols, int64_t ld, BlockS
 // transB store B as [K, N]).
 SparseMatrix pack_transposed(const float* w, int64_t rows, int64_t cols, int64_t ld,
                              BlockShape s, float scale = 1.0f);
+
+// Builds the row panels of a CSR (1x1) matrix (no-op for block shapes): what the rows-form
+// kernel (fully connected at batch 1, the LSTM gates) runs on when present.
+void add_row_panels(SparseMatrix* m);
 
 }  // namespace cpu_sparse
 }  // namespace minnow

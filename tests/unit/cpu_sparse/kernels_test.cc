@@ -155,7 +155,7 @@ TEST_CASE("spmm (columns form) matches the dense product") {
 
 TEST_CASE("rows (fully connected form) matches the dense product") {
   std::mt19937 rng(7);
-  const int64_t out_counts[] = {1, 5, 10, 31, 64};
+  const int64_t out_counts[] = {1, 5, 10, 17, 31, 64};
   const int64_t in_counts[] = {8, 16, 56, 784};
   const int64_t ms[] = {1, 2, 5};
   int cases = 0;
@@ -204,6 +204,25 @@ TEST_CASE("rows (fully connected form) matches the dense product") {
                                        " K" + std::to_string(K) + " M" + std::to_string(M);
               expect_close(got_ref, want, what + " (ref)");
               expect_close(got, want, what + " (simd)");
+              // The same matrix with row panels (CSR only): units are panels now.
+              add_row_panels(&m);
+              if (s != BlockShape{1, 1}) {
+                CHECK(m.panels() == 0);
+                continue;
+              }
+              REQUIRE(m.panels() == (N + SparseMatrix::kPanel - 1) / SparseMatrix::kPanel);
+              std::vector<float> got_pref = y0, got_p = y0;
+              if (beta == 0.0f)
+                for (int64_t mm = 0; mm < M; ++mm)
+                  for (int64_t n = 0; n < N; ++n) got_pref[mm * ldy + n] = got_p[mm * ldy + n] = kNaN;
+              a.y = got_pref.data();
+              rows_panels_ref(m, a, 0, m.panels());
+              a.y = got_p.data();
+              const int64_t half = rows_units(m) / 2;
+              rows(m, a, 0, half);
+              rows(m, a, half, rows_units(m));
+              expect_close(got_pref, want, what + " (panels ref)");
+              expect_close(got_p, want, what + " (panels simd)");
             }
   CHECK(cases > 200);
 }
