@@ -2,7 +2,7 @@
 // sparsity (the numbers behind backends/cpu_sparse/thresholds.cc), and whole models.
 //
 //   sparse_bench [--runs N] [--fit] [--quick] [--models-only] [--model-dir DIR]
-//                [--mobilenet-v2 FILE] [--profile]
+//                [--mobilenet-v2 FILE] [--profile] [--only LAYER]
 // --mobilenet-v2: the torchvision MobileNetV2 exported by bench/export_models.py (.onnx or
 // .minnow); its 1x1 convolutions are pruned to 90 % by magnitude, the rest stays dense.
 // A missing file is skipped with a message.
@@ -32,7 +32,8 @@ using minnow::cpu_sparse::BlockShape;
 namespace {
 
 int g_runs = 15;
-bool g_profile = false;  // --profile: per op / backend / kernel time of the model runs
+bool g_profile = false;
+std::string g_only;  // --only SUBSTR: the layers whose name contains it  // --profile: per op / backend / kernel time of the model runs
 
 Tensor random_tensor(Shape shape, uint64_t seed) {
   Tensor t(DataType::kFloat32, std::move(shape));
@@ -141,6 +142,7 @@ void bench_layers(const std::shared_ptr<Engine>& engine, bool quick, std::vector
   const BlockShape shapes[] = {{1, 1}, {1, 4}, {4, 1}, {1, 8}};
   std::printf("| layer | block | sparsity | dense us | sparse us | dense/sparse |\n|---|---|---|---|---|---|\n");
   for (const Layer& l : layers) {
+    if (l.name.find(g_only) == std::string::npos) continue;
     const Tensor x = random_tensor(l.in, 7);
     const Tensor w0 = random_tensor(Shape(l.wshape.begin(), l.wshape.end()), 3);
     const double dense_ms = time_model(engine, layer_model(l, w0), force("cpu_dense"), {x});
@@ -246,11 +248,12 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--quick")) quick = true;
     else if (!std::strcmp(argv[i], "--models-only")) layers = false;
     else if (!std::strcmp(argv[i], "--profile")) g_profile = true;
+    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
     else if (!std::strcmp(argv[i], "--model-dir") && i + 1 < argc) model_dir = argv[++i];
     else if (!std::strcmp(argv[i], "--mobilenet-v2") && i + 1 < argc) mobilenet_v2 = argv[++i];
     else {
       std::fprintf(stderr, "usage: sparse_bench [--runs N] [--fit] [--quick] [--models-only] [--model-dir DIR] "
-                           "[--mobilenet-v2 FILE] [--profile]\n");
+                           "[--mobilenet-v2 FILE] [--profile] [--only LAYER]\n");
       return 2;
     }
   }

@@ -322,68 +322,6 @@ HWY_NOINLINE void Rows1(const SparseMatrix& w, const RowsArgs& a, int64_t rb0, i
   }
 }
 
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
-// 1x4 blocks on x86: two blocks of a row per 256-bit multiply-add (their 8 weights are
-// contiguous; x is two 128-bit loads), and the horizontal sums of eight rows done
-// together (three rounds of hadd), since at batch 1 a row of ~10 blocks (lstm gates
-// 512x128 at 70 %) costs as much to reduce as to compute.
-HWY_INLINE __m256 Row14(const float* vals, const int32_t* col, int32_t b, int32_t e, const float* xr) {
-  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-  for (; b + 8 <= e; b += 8) {  // four independent chains for long rows
-    const float* wb = vals + static_cast<int64_t>(b) * 4;
-    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(wb), _mm256_loadu2_m128(xr + col[b + 1], xr + col[b]), s0);
-    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(wb + 8), _mm256_loadu2_m128(xr + col[b + 3], xr + col[b + 2]), s1);
-    s2 = _mm256_fmadd_ps(_mm256_loadu_ps(wb + 16), _mm256_loadu2_m128(xr + col[b + 5], xr + col[b + 4]), s2);
-    s3 = _mm256_fmadd_ps(_mm256_loadu_ps(wb + 24), _mm256_loadu2_m128(xr + col[b + 7], xr + col[b + 6]), s3);
-  }
-  for (; b + 2 <= e; b += 2) {
-    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(vals + static_cast<int64_t>(b) * 4),
-                         _mm256_loadu2_m128(xr + col[b + 1], xr + col[b]), s1);
-    std::swap(s1, s2);
-  }
-  if (b < e)  // an odd block: its product in the low half, zeros above
-    s3 = _mm256_add_ps(s3, _mm256_set_m128(_mm_setzero_ps(),
-                                           _mm_mul_ps(_mm_loadu_ps(vals + static_cast<int64_t>(b) * 4),
-                                                      _mm_loadu_ps(xr + col[b]))));
-  return _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
-}
-
-HWY_NOINLINE void Rows14Pairs(const SparseMatrix& w, const RowsArgs& a, int64_t rb0, int64_t rb1) {
-  const float* vals = w.values.data();
-  const int32_t* col = w.col.data();
-  const int32_t* rp = w.row_ptr.data();
-  for (int64_t m = a.m0; m < a.m1; ++m) {
-    const float* xr = a.x + m * a.ldx;
-    float* yr = a.y + m * a.ldy;
-    int64_t n = rb0;
-    for (; n + 8 <= rb1; n += 8) {
-      const __m256 r0 = Row14(vals, col, rp[n], rp[n + 1], xr);
-      const __m256 r1 = Row14(vals, col, rp[n + 1], rp[n + 2], xr);
-      const __m256 r2 = Row14(vals, col, rp[n + 2], rp[n + 3], xr);
-      const __m256 r3 = Row14(vals, col, rp[n + 3], rp[n + 4], xr);
-      const __m256 r4 = Row14(vals, col, rp[n + 4], rp[n + 5], xr);
-      const __m256 r5 = Row14(vals, col, rp[n + 5], rp[n + 6], xr);
-      const __m256 r6 = Row14(vals, col, rp[n + 6], rp[n + 7], xr);
-      const __m256 r7 = Row14(vals, col, rp[n + 7], rp[n + 8], xr);
-      // hadd(r0, r1) = [r0 01, r0 23, r1 01, r1 23 | r0 45, r0 67, r1 45, r1 67] ...
-      const __m256 h01 = _mm256_hadd_ps(r0, r1), h23 = _mm256_hadd_ps(r2, r3);
-      const __m256 h45 = _mm256_hadd_ps(r4, r5), h67 = _mm256_hadd_ps(r6, r7);
-      const __m256 q0 = _mm256_hadd_ps(h01, h23), q1 = _mm256_hadd_ps(h45, h67);
-      // q0 = [r0 r1 r2 r3 (low halves) | r0 r1 r2 r3 (high halves)], q1 likewise for r4..r7.
-      const __m256 lo = _mm256_permute2f128_ps(q0, q1, 0x20), hi = _mm256_permute2f128_ps(q0, q1, 0x31);
-      HWY_ALIGN float out[8];
-      _mm256_store_ps(out, _mm256_add_ps(lo, hi));
-      for (int r = 0; r < 8; ++r) yr[n + r] = finish(out[r], a, n + r, yr);
-    }
-    for (; n < rb1; ++n) {
-      const __m256 r0 = Row14(vals, col, rp[n], rp[n + 1], xr);
-      const __m128 h = _mm_add_ps(_mm256_castps256_ps128(r0), _mm256_extractf128_ps(r0, 1));
-      const __m128 h2 = _mm_add_ps(h, _mm_movehl_ps(h, h));
-      yr[n] = finish(_mm_cvtss_f32(_mm_add_ss(h2, _mm_movehdup_ps(h2))), a, n, yr);
-    }
-  }
-}
-#endif
 
 // 4x1 blocks: each block is one x value broadcast against four outputs' weights.
 HWY_NOINLINE void Rows4(const SparseMatrix& w, const RowsArgs& a, int64_t rb0, int64_t rb1) {
@@ -436,7 +374,7 @@ HWY_INLINE hn::Vec<D> GatherCols(D d, const float* xr, const int32_t* c) {
 // CSR row panels (sparse_matrix.h): one lane per output row, a step is a load of the
 // panel's values, the x values under its columns, and one multiply-add; no horizontal
 // sums, no per-row loop overhead. Lanes < 8 (NEON, SSE4) take a panel in two vectors.
-HWY_NOINLINE void RowsPanels(const SparseMatrix& w, const RowsArgs& a, int64_t p0, int64_t p1) {
+HWY_NOINLINE void RowsPanels1(const SparseMatrix& w, const RowsArgs& a, int64_t p0, int64_t p1) {
   constexpr int P = SparseMatrix::kPanel;
   const hn::CappedTag<float, P> d;
   const int NL = static_cast<int>(hn::Lanes(d));
@@ -458,20 +396,100 @@ HWY_NOINLINE void RowsPanels(const SparseMatrix& w, const RowsArgs& a, int64_t p
         HWY_ALIGN float out[P];
         hn::Store(s0, d, out);
         const int32_t* rowp = w.panel_row.data() + p * P + h;
-        for (int r = 0; r < NL; ++r)
-          if (rowp[r] >= 0) yr[rowp[r]] = finish(out[r], a, rowp[r], yr);
+        if (a.beta == 0.0f && rowp[NL - 1] >= 0) {  // padding lanes only end the last panel
+          if (a.bias)
+            for (int r = 0; r < NL; ++r) yr[rowp[r]] = out[r] + a.bias[rowp[r]];
+          else
+            for (int r = 0; r < NL; ++r) yr[rowp[r]] = out[r];
+        } else {
+          for (int r = 0; r < NL; ++r)
+            if (rowp[r] >= 0) yr[rowp[r]] = finish(out[r], a, rowp[r], yr);
+        }
       }
     }
   }
 }
 
+// Stores the eight sums of a panel (lane r = row slot r) as finish() would.
+inline void StorePanel(const float* out, const int32_t* rowp, const RowsArgs& a, float* yr) {
+  constexpr int P = SparseMatrix::kPanel;
+  for (int r = 0; r < P; ++r)
+    if (rowp[r] >= 0) yr[rowp[r]] = finish(out[r], a, rowp[r], yr);
+}
+
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+// 1x4 row panels on x86: vector k of a step holds the blocks of row slots 2k and 2k+1
+// (8 contiguous weights against two 128-bit loads of x), four accumulators; three rounds
+// of hadd then give the eight row sums, in the lane order 0 2 4 6 1 3 5 7.
+HWY_NOINLINE void RowsPanels4(const SparseMatrix& w, const RowsArgs& a, int64_t p0, int64_t p1) {
+  constexpr int P = SparseMatrix::kPanel;
+  const float* vals = w.panel_val.data();
+  const int32_t* cols = w.panel_col.data();
+  const int32_t* pp = w.panel_ptr.data();
+  for (int64_t m = a.m0; m < a.m1; ++m) {
+    const float* xr = a.x + m * a.ldx;
+    float* yr = a.y + m * a.ldy;
+    for (int64_t p = p0; p < p1; ++p) {
+      __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+      const float* v = vals + static_cast<int64_t>(pp[p]) * P * 4;
+      const int32_t* c = cols + static_cast<int64_t>(pp[p]) * P;
+      for (int32_t t = pp[p]; t < pp[p + 1]; ++t, v += P * 4, c += P) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(v), _mm256_loadu2_m128(xr + c[1], xr + c[0]), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(v + 8), _mm256_loadu2_m128(xr + c[3], xr + c[2]), s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(v + 16), _mm256_loadu2_m128(xr + c[5], xr + c[4]), s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(v + 24), _mm256_loadu2_m128(xr + c[7], xr + c[6]), s3);
+      }
+      const __m256 q = _mm256_hadd_ps(_mm256_hadd_ps(s0, s1), _mm256_hadd_ps(s2, s3));
+      HWY_ALIGN float lanes[P];
+      _mm256_store_ps(lanes, q);
+      const float out[P] = {lanes[0], lanes[4], lanes[1], lanes[5],
+                            lanes[2], lanes[6], lanes[3], lanes[7]};
+      StorePanel(out, w.panel_row.data() + p * P, a, yr);
+    }
+  }
+}
+#else
+// 1x4 row panels elsewhere: one 4-lane accumulator per row slot, summed once per panel.
+HWY_NOINLINE void RowsPanels4(const SparseMatrix& w, const RowsArgs& a, int64_t p0, int64_t p1) {
+  constexpr int P = SparseMatrix::kPanel;
+  const hn::CappedTag<float, 4> d;
+  if (hn::Lanes(d) != 4) return rows_panels_ref(w, a, p0, p1);
+  const float* vals = w.panel_val.data();
+  const int32_t* cols = w.panel_col.data();
+  const int32_t* pp = w.panel_ptr.data();
+  for (int64_t m = a.m0; m < a.m1; ++m) {
+    const float* xr = a.x + m * a.ldx;
+    float* yr = a.y + m * a.ldy;
+    for (int64_t p = p0; p < p1; ++p) {
+      auto s0 = hn::Zero(d), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
+      const float* v = vals + static_cast<int64_t>(pp[p]) * P * 4;
+      const int32_t* c = cols + static_cast<int64_t>(pp[p]) * P;
+      for (int32_t t = pp[p]; t < pp[p + 1]; ++t, v += P * 4, c += P) {
+        s0 = hn::MulAdd(hn::LoadU(d, v), hn::LoadU(d, xr + c[0]), s0);
+        s1 = hn::MulAdd(hn::LoadU(d, v + 4), hn::LoadU(d, xr + c[1]), s1);
+        s2 = hn::MulAdd(hn::LoadU(d, v + 8), hn::LoadU(d, xr + c[2]), s2);
+        s3 = hn::MulAdd(hn::LoadU(d, v + 12), hn::LoadU(d, xr + c[3]), s3);
+        s4 = hn::MulAdd(hn::LoadU(d, v + 16), hn::LoadU(d, xr + c[4]), s4);
+        s5 = hn::MulAdd(hn::LoadU(d, v + 20), hn::LoadU(d, xr + c[5]), s5);
+        s6 = hn::MulAdd(hn::LoadU(d, v + 24), hn::LoadU(d, xr + c[6]), s6);
+        s7 = hn::MulAdd(hn::LoadU(d, v + 28), hn::LoadU(d, xr + c[7]), s7);
+      }
+      const float out[P] = {
+          hn::GetLane(hn::SumOfLanes(d, s0)), hn::GetLane(hn::SumOfLanes(d, s1)),
+          hn::GetLane(hn::SumOfLanes(d, s2)), hn::GetLane(hn::SumOfLanes(d, s3)),
+          hn::GetLane(hn::SumOfLanes(d, s4)), hn::GetLane(hn::SumOfLanes(d, s5)),
+          hn::GetLane(hn::SumOfLanes(d, s6)), hn::GetLane(hn::SumOfLanes(d, s7))};
+      StorePanel(out, w.panel_row.data() + p * P, a, yr);
+    }
+  }
+}
+#endif
+
 void RowsImpl(const SparseMatrix& w, const RowsArgs& a, int64_t rb0, int64_t rb1) {
   const BlockShape s = w.shape;
-  if (w.panels() > 0) return RowsPanels(w, a, rb0, rb1);
+  if (w.panels() > 0)
+    return s.c == 1 ? RowsPanels1(w, a, rb0, rb1) : RowsPanels4(w, a, rb0, rb1);
   if (s == BlockShape{1, 1}) return Rows11(w, a, rb0, rb1);
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
-  if (s == BlockShape{1, 4}) return Rows14Pairs(w, a, rb0, rb1);
-#endif
   if (s == BlockShape{1, 4}) return Rows1<4>(w, a, rb0, rb1);
   if (s == BlockShape{1, 8}) return Rows1<8>(w, a, rb0, rb1);
   if (s == BlockShape{4, 1}) return Rows4(w, a, rb0, rb1);

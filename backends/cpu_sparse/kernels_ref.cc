@@ -54,8 +54,10 @@ void rows_panels_ref(const SparseMatrix& w, const RowsArgs& a, int64_t p0, int64
         const int32_t n = w.panel_row[p * P + r];
         if (n < 0) continue;
         float acc = a.bias ? a.bias[n] : 0.0f;
+        const int C = w.shape.c;
         for (int32_t t = w.panel_ptr[p]; t < w.panel_ptr[p + 1]; ++t)
-          acc += w.panel_val[t * P + r] * xr[w.panel_col[t * P + r]];
+          for (int c = 0; c < C; ++c)
+            acc += w.panel_val[(t * P + r) * C + c] * xr[w.panel_col[t * P + r] + c];
         yr[n] = a.beta != 0.0f ? acc + a.beta * yr[n] : acc;
       }
   }

@@ -86,8 +86,9 @@ SparseMatrix pack_transposed(const float* w, int64_t rows, int64_t cols, int64_t
 }
 
 void add_row_panels(SparseMatrix* m) {
-  if (m->shape != BlockShape{1, 1} || m->rows <= 0) return;
+  if ((m->shape != BlockShape{1, 1} && m->shape != BlockShape{1, 4}) || m->rows <= 0) return;
   constexpr int P = SparseMatrix::kPanel;
+  const int C = m->shape.c;
   const int64_t rows = m->rows, panels = (rows + P - 1) / P;
   auto nnz = [&](int64_t n) { return m->row_ptr[n + 1] - m->row_ptr[n]; };
   // Longest rows first: rows of one panel then have similar counts, so little padding.
@@ -105,15 +106,18 @@ void add_row_panels(SparseMatrix* m) {
       m->panel_row[static_cast<size_t>(p * P + r)] = n;
       steps = std::max(steps, nnz(n));
     }
-    const size_t base = m->panel_val.size();
-    m->panel_val.resize(base + static_cast<size_t>(steps) * P, 0.0f);
+    const size_t base = m->panel_col.size();
+    m->panel_val.resize((base + static_cast<size_t>(steps) * P) * C, 0.0f);
     m->panel_col.resize(base + static_cast<size_t>(steps) * P, 0);
     for (int r = 0; r < P; ++r) {
       const int32_t n = m->panel_row[static_cast<size_t>(p * P + r)];
       if (n < 0) continue;
       for (int32_t t = 0; t < nnz(n); ++t) {
-        m->panel_val[base + static_cast<size_t>(t) * P + r] = m->values[m->row_ptr[n] + t];
-        m->panel_col[base + static_cast<size_t>(t) * P + r] = m->col[m->row_ptr[n] + t];
+        const size_t slot = base + static_cast<size_t>(t) * P + r;
+        const int32_t b = m->row_ptr[n] + t;
+        for (int c = 0; c < C; ++c)
+          m->panel_val[slot * C + c] = m->values[static_cast<size_t>(b) * C + c];
+        m->panel_col[slot] = m->col[b];
       }
     }
     m->panel_ptr.push_back(m->panel_ptr.back() + steps);
