@@ -189,10 +189,15 @@ TEST_CASE("rows (fully connected form) matches the dense product") {
               SparseMatrix m = cases % 2 ? pack(w.data(), N, K, K, s)
                                          : pack_transposed(wt.data(), N, K, N, s);
               RowsArgs a{x.data(), ldx, 0, M, use_bias ? bias.data() : nullptr, beta, nullptr, ldy};
-              std::vector<float> got_ref = y0, got = y0;
-              if (beta == 0.0f)
-                for (int64_t mm = 0; mm < M; ++mm)
-                  for (int64_t n = 0; n < N; ++n) got_ref[mm * ldy + n] = got[mm * ldy + n] = kNaN;
+              // Y before the call: y0, with NaN in the outputs when beta 0 must overwrite.
+              auto fresh_y = [&] {
+                std::vector<float> y = y0;
+                if (beta == 0.0f)
+                  for (int64_t mm = 0; mm < M; ++mm)
+                    for (int64_t n = 0; n < N; ++n) y[mm * ldy + n] = kNaN;
+                return y;
+              };
+              std::vector<float> got_ref = fresh_y(), got = fresh_y();
               a.y = got_ref.data();
               rows_ref(m, a, 0, m.block_rows());
               a.y = got.data();
@@ -211,10 +216,7 @@ TEST_CASE("rows (fully connected form) matches the dense product") {
                 continue;
               }
               REQUIRE(m.panels() == (N + SparseMatrix::kPanel - 1) / SparseMatrix::kPanel);
-              std::vector<float> got_pref = y0, got_p = y0;
-              if (beta == 0.0f)
-                for (int64_t mm = 0; mm < M; ++mm)
-                  for (int64_t n = 0; n < N; ++n) got_pref[mm * ldy + n] = got_p[mm * ldy + n] = kNaN;
+              std::vector<float> got_pref = fresh_y(), got_p = fresh_y();
               a.y = got_pref.data();
               rows_panels_ref(m, a, 0, m.panels());
               a.y = got_p.data();
