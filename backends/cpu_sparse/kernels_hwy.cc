@@ -322,7 +322,6 @@ HWY_NOINLINE void Rows1(const SparseMatrix& w, const RowsArgs& a, int64_t rb0, i
   }
 }
 
-
 // 4x1 blocks: each block is one x value broadcast against four outputs' weights.
 HWY_NOINLINE void Rows4(const SparseMatrix& w, const RowsArgs& a, int64_t rb0, int64_t rb1) {
   const hn::CappedTag<float, 4> d;
