@@ -10,33 +10,34 @@ namespace cpu_sparse {
 namespace {
 
 // ---- Measured table ----------------------------------------------------------------
-// Measured by `bench/sparse.sh` (sparse_bench --runs 41 --fit) run five times in a row
-// (RUNS=41, 2026-12-01 11:30 UTC, load average 1.6-3.7: other engineers' builds) on the
-// x86 build machine (AMD EPYC Zen 3, 2 cores, AVX2 + FMA: Highway target AVX2), 1 thread,
-// against cpu_dense's SIMD kernels (packed-panel f32_gemm_6x2v, conv via packed GEMM);
-// the line is fitted (as --fit does) to the median over the five runs of each point's
-// t_sparse/t_dense, after the small-spatial conv1x1 strips and the fc row panels. Layers:
-// MobileNetV2 1x1 stack 56x56x24-144, 28x28x32-192, 14x14x64-384, 7x7x160-960; conv3x3
-// 28x28x32-32 pad 1; fc 784-300, 300-100, 512x128; sparsity 30-95 %. Examples behind the
-// fit (dense/sparse, medians): conv1x1 7x7x160-960 CSR 90 %: 4.69x, 1x4 70 %: 2.38x,
-// 1x4 50 %: 1.45x; fc 784-300 CSR 90 %: 2.93x, 1x4 50 %: 1.38x; fc 512x128 CSR 90 %: 1.19x,
-// 1x4 50 %: 0.76x (declined: 1x4 fc breaks even at 52 %). The im2col sparse convolution
-// still never breaks even against the packed dense GEMM (im2col dominates it), so general
-// convolutions stay dense. Previous tables: 2026-12-01 before these kernels (fc / 1x1 at
-// 18-88 %), 2025-05 against the scalar reference dense kernels.
+// Measured by `RUNS=41 bench/sparse.sh build` (sparse_bench --runs 41 --fit ...) run five
+// times in a row, 2026-12-01 11:42 UTC, load average 0.9 (quiet), on the x86 build machine
+// (AMD EPYC Zen 3, 2 cores, AVX2 + FMA: Highway target AVX2), 1 thread, against
+// cpu_dense's SIMD kernels (packed-panel f32_gemm_6x2v, conv via packed GEMM); the line is
+// fitted (as --fit does) to the median over the five runs of each point's t_sparse/t_dense,
+// after the small-spatial conv1x1 strips and the fc row panels. Layers: MobileNetV2 1x1
+// stack 56x56x24-144, 28x28x32-192, 14x14x64-384, 7x7x160-960; conv3x3 28x28x32-32 pad 1;
+// fc 784-300, 300-100, 512x128; sparsity 30-95 %. Examples behind the fit (dense/sparse,
+// medians): conv1x1 7x7x160-960 CSR 90 %: 4.85x, 1x4 70 %: 2.16x, 1x4 50 %: 1.36x; fc
+// 784-300 CSR 90 %: 2.79x, 1x4 50 %: 1.15x; fc 512x128 CSR 90 %: 1.57x, 1x4 50 %: 1.01x,
+// CSR 50 %: 0.41x. The im2col sparse convolution still never breaks even against the packed
+// dense GEMM (im2col dominates it), so general convolutions stay dense. The same five runs
+// on the loaded machine at 11:30 (load 1.6-3.7) fitted 1x4 fc at 52 % instead of 44 %.
+// Previous tables: 2026-12-01 before these kernels (fc / 1x1 at 18-88 %), 2025-05 against
+// the scalar reference dense kernels.
 const Calibration kTable[] = {
-    {Kind::kFc, {1, 1}, 0.1077, 5.2006},  // break-even sparsity 83%
-    {Kind::kFc, {1, 4}, 0.1696, 1.7370},  // break-even sparsity 52%
-    {Kind::kFc, {4, 1}, 0.1348, 2.1198},  // break-even sparsity 59%
-    {Kind::kFc, {1, 8}, 0.2469, 1.1785},  // break-even sparsity 36%
-    {Kind::kConv1x1, {1, 1}, 0.0993, 1.3194},  // break-even sparsity 32%
-    {Kind::kConv1x1, {1, 4}, 0.1199, 1.0828},  // break-even sparsity 19%
-    {Kind::kConv1x1, {4, 1}, 0.1564, 1.0124},  // break-even sparsity 17%
-    {Kind::kConv1x1, {1, 8}, 0.1319, 1.0294},  // break-even sparsity 16%
-    {Kind::kConvIm2col, {1, 1}, 1.3704, 0.8937},  // break-even sparsity 141%
-    {Kind::kConvIm2col, {1, 4}, 1.4987, 0.9611},  // break-even sparsity 152%
-    {Kind::kConvIm2col, {4, 1}, 1.6227, 0.6375},  // break-even sparsity 198%
-    {Kind::kConvIm2col, {1, 8}, 1.4504, 0.9193},  // break-even sparsity 149%
+    {Kind::kFc, {1, 1}, 0.0873, 4.1220},  // break-even sparsity 78%
+    {Kind::kFc, {1, 4}, 0.0944, 1.6295},  // break-even sparsity 44%
+    {Kind::kFc, {4, 1}, 0.1153, 1.7818},  // break-even sparsity 50%
+    {Kind::kFc, {1, 8}, 0.1771, 1.2535},  // break-even sparsity 34%
+    {Kind::kConv1x1, {1, 1}, 0.1045, 1.2748},  // break-even sparsity 30%
+    {Kind::kConv1x1, {1, 4}, 0.1192, 1.1748},  // break-even sparsity 25%
+    {Kind::kConv1x1, {4, 1}, 0.1363, 0.9577},  // break-even sparsity 10%
+    {Kind::kConv1x1, {1, 8}, 0.1231, 1.1421},  // break-even sparsity 23%
+    {Kind::kConvIm2col, {1, 1}, 1.3020, 1.4008},  // break-even sparsity 122%
+    {Kind::kConvIm2col, {1, 4}, 1.2911, 1.0715},  // break-even sparsity 127%
+    {Kind::kConvIm2col, {4, 1}, 1.3327, 0.6541},  // break-even sparsity 151%
+    {Kind::kConvIm2col, {1, 8}, 1.2525, 1.3283},  // break-even sparsity 119%
 };
 
 std::string pct(double v) {
