@@ -1,7 +1,11 @@
 // Sparse vs dense, same process, same inputs: per-layer speed-ups by block shape and
 // sparsity (the numbers behind backends/cpu_sparse/thresholds.cc), and whole models.
 //
-//   sparse_bench [--runs N] [--fit] [--quick] [--model-dir DIR]
+//   sparse_bench [--runs N] [--fit] [--quick] [--models-only] [--model-dir DIR]
+//                [--mobilenet-v2 FILE] [--profile] [--only LAYER]
+// --mobilenet-v2: the torchvision MobileNetV2 exported by bench/export_models.py (.onnx or
+// .minnow); its 1x1 convolutions are pruned to 90 % by magnitude, the rest stays dense.
+// A missing file is skipped with a message.
 //
 // Per layer: the dense time is cpu_dense (forced) on the same model; the sparse time is
 // cpu_sparse (forced, MINNOW_CPU_SPARSE_BLOCK picks the block shape and lifts the
@@ -28,6 +32,8 @@ using minnow::cpu_sparse::BlockShape;
 namespace {
 
 int g_runs = 15;
+bool g_profile = false;
+std::string g_only;  // --only SUBSTR: the layers whose name contains it  // --profile: per op / backend / kernel time of the model runs
 
 Tensor random_tensor(Shape shape, uint64_t seed) {
   Tensor t(DataType::kFloat32, std::move(shape));
@@ -60,6 +66,7 @@ double time_model(const std::shared_ptr<Engine>& engine, std::shared_ptr<const M
   }
   SessionOptions o;
   o.threads = 1;
+  o.profile = g_profile && kernels;
   auto s = check(Session::create(pm, o), "session");
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Status st = s->set_input(i, inputs[i]);
@@ -78,6 +85,11 @@ double time_model(const std::shared_ptr<Engine>& engine, std::shared_ptr<const M
       std::exit(1);
     }
     if (r >= 2) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  if (o.profile) {
+    std::map<std::string, double> by;
+    for (const auto& p : s->profile()) by[p.op + " " + p.backend + " " + p.kernel] += p.ms;
+    for (auto& kv : by) std::printf("    %-60s %8.3f ms\n", kv.first.c_str(), kv.second);
   }
   std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
   return ms[ms.size() / 2];
@@ -128,8 +140,9 @@ void bench_layers(const std::shared_ptr<Engine>& engine, bool quick, std::vector
   const std::vector<double> sps = quick ? std::vector<double>{0.5, 0.7, 0.9}
                                         : std::vector<double>{0.3, 0.5, 0.7, 0.8, 0.9, 0.95};
   const BlockShape shapes[] = {{1, 1}, {1, 4}, {4, 1}, {1, 8}};
-  std::printf("| layer | block | sparsity | dense ms | sparse ms | dense/sparse |\n|---|---|---|---|---|---|\n");
+  std::printf("| layer | block | sparsity | dense us | sparse us | dense/sparse |\n|---|---|---|---|---|---|\n");
   for (const Layer& l : layers) {
+    if (l.name.find(g_only) == std::string::npos) continue;
     const Tensor x = random_tensor(l.in, 7);
     const Tensor w0 = random_tensor(Shape(l.wshape.begin(), l.wshape.end()), 3);
     const double dense_ms = time_model(engine, layer_model(l, w0), force("cpu_dense"), {x});
@@ -141,8 +154,8 @@ void bench_layers(const std::shared_ptr<Engine>& engine, bool quick, std::vector
         const int64_t rows = l.wshape[0], cols = w.elements() / rows;
         minnow::cpu_sparse::prune_blocks(w.data<float>(), rows, cols, s, sp);
         const double sparse_ms = time_model(engine, layer_model(l, w), force("cpu_sparse"), {x});
-        std::printf("| %s | %s | %.0f%% | %.3f | %.3f | %.2fx |\n", l.name.c_str(), s.str().c_str(),
-                    100 * sp, dense_ms, sparse_ms, dense_ms / sparse_ms);
+        std::printf("| %s | %s | %.0f%% | %.1f | %.1f | %.2fx |\n", l.name.c_str(), s.str().c_str(),
+                    100 * sp, 1e3 * dense_ms, 1e3 * sparse_ms, dense_ms / sparse_ms);
         std::fflush(stdout);
         pts->push_back({l.kind, s.str(), 1.0 - sp, sparse_ms / dense_ms});
       }
@@ -211,7 +224,8 @@ void bench_model(const std::shared_ptr<Engine>& engine, const std::string& path,
   BackendPolicy no_sparse;
   no_sparse.forbid = {"cpu_sparse"};
   std::string kernels;
-  const double dense_ms = time_model(engine, model, no_sparse, {x});
+  std::string dense_kernels;
+  const double dense_ms = time_model(engine, model, no_sparse, {x}, &dense_kernels);
   const double sparse_ms = time_model(engine, model, {}, {x}, &kernels);
   std::printf("| %s, 90%% pruned | %.3f ms | %.3f ms | %.2fx | %s |\n", label, dense_ms, sparse_ms,
               dense_ms / sparse_ms, kernels.c_str());
@@ -227,15 +241,19 @@ bool pick_1x1(const ir::Node& n, const ir::TensorInfo& t) {
 
 int main(int argc, char** argv) {
   bool fit = false, quick = false, layers = true;
-  std::string model_dir;
+  std::string model_dir, mobilenet_v2;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) g_runs = std::max(1, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--fit")) fit = true;
     else if (!std::strcmp(argv[i], "--quick")) quick = true;
     else if (!std::strcmp(argv[i], "--models-only")) layers = false;
+    else if (!std::strcmp(argv[i], "--profile")) g_profile = true;
+    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
     else if (!std::strcmp(argv[i], "--model-dir") && i + 1 < argc) model_dir = argv[++i];
+    else if (!std::strcmp(argv[i], "--mobilenet-v2") && i + 1 < argc) mobilenet_v2 = argv[++i];
     else {
-      std::fprintf(stderr, "usage: sparse_bench [--runs N] [--fit] [--quick] [--models-only] [--model-dir DIR]\n");
+      std::fprintf(stderr, "usage: sparse_bench [--runs N] [--fit] [--quick] [--models-only] [--model-dir DIR] "
+                           "[--mobilenet-v2 FILE] [--profile] [--only LAYER]\n");
       return 2;
     }
   }
@@ -245,11 +263,21 @@ int main(int argc, char** argv) {
     bench_layers(engine, quick, &pts);
     if (fit) print_fit(pts);
   }
-  if (!model_dir.empty()) {
+  if (!model_dir.empty() || !mobilenet_v2.empty())
     std::printf("\n| model | dense | sparse | dense/sparse | sparse kernels |\n|---|---|---|---|---|\n");
+  if (!model_dir.empty()) {
     bench_model(engine, model_dir + "/mlp/mlp.onnx", "mlp", pick_fc);
     bench_model(engine, model_dir + "/lstm/lstm.onnx", "lstm", pick_fc);
     bench_model(engine, model_dir + "/mobilenet/mobilenet.onnx", "mobilenet (1x1 convs)", pick_1x1);
+  }
+  if (!mobilenet_v2.empty()) {
+    if (FILE* f = std::fopen(mobilenet_v2.c_str(), "rb")) {
+      std::fclose(f);
+      bench_model(engine, mobilenet_v2, "mobilenet_v2 (1x1 convs)", pick_1x1);
+    } else {
+      std::printf("mobilenet_v2: skipped (%s not found; bench/export_models.py exports it)\n",
+                  mobilenet_v2.c_str());
+    }
   }
   return 0;
 }

@@ -34,5 +34,12 @@ size_t block_row_grain(const SparseMatrix& w, double columns) {
   return static_cast<size_t>(std::max(1.0, 65536.0 / per_row));
 }
 
+size_t rows_unit_grain(const SparseMatrix& w, double m) {
+  if (w.panels() == 0) return block_row_grain(w, m);
+  const double per_panel = std::max(1.0, static_cast<double>(w.panel_val.size()) /
+                                             static_cast<double>(w.panels()) * m);
+  return static_cast<size_t>(std::max(1.0, 65536.0 / per_panel));
+}
+
 }  // namespace cpu_sparse
 }  // namespace minnow

@@ -58,7 +58,9 @@ class FcKernel final : public SparseKernel {
         gemm_(node.op() == "Gemm"),
         beta_(node.attr_float("beta", 1.0f)),
         w_(fw.transposed ? pack_transposed(fw.data, fw.n, fw.k, fw.n, lc.shape, fw.alpha)
-                         : pack(fw.data, fw.n, fw.k, fw.k, lc.shape, fw.alpha)) {}
+                         : pack(fw.data, fw.n, fw.k, fw.k, lc.shape, fw.alpha)) {
+    add_row_panels(&w_);  // CSR: the rows-form kernel runs on panels of 8 rows
+  }
 
   double flops(const mn_tensor* in, int, const mn_tensor*, int) const override {
     return 2.0 * static_cast<double>(rows_of(in[0])) * static_cast<double>(w_.values.size());
@@ -85,7 +87,7 @@ class FcKernel final : public SparseKernel {
     if (gemm_ && num_inputs > 2 && in[2].dtype != MN_UNDEFINED && beta_ != 0.0f)
       apply_c(in[2], M, N, yp, &args);
     const SparseMatrix& w = w_;
-    ctx.parallel_for(static_cast<size_t>(w.block_rows()), block_row_grain(w, double(M)),
+    ctx.parallel_for(static_cast<size_t>(rows_units(w)), rows_unit_grain(w, double(M)),
                      [&](size_t b0, size_t b1) {
                        rows(w, args, static_cast<int64_t>(b0), static_cast<int64_t>(b1));
                      });

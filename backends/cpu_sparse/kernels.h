@@ -14,8 +14,10 @@ namespace cpu_sparse {
 
 // SpMM, "columns" form (1x1 and general convolution, FC with many rows via a transpose):
 //   Y[n, j] = bias[n] + sum_k W[n, k] * X[k, j] + beta * Y[n, j],  j in [0, J).
-// X is [W.cols, J] with row stride ldx; Y is [W.rows, J] with row stride ldy. SIMD runs
-// along j, so W's nonzeros are read once per strip of columns.
+// X is [W.cols, J] with row stride ldx (all W.cols * ldx floats readable); Y is [W.rows, J]
+// with row stride ldy. SIMD runs along j, so W's nonzeros are read once per strip of
+// columns. Give ldx >= J rounded up to spmm_lanes() (pad x) and the last partial vector of
+// columns runs in SIMD too instead of scalar code: the small-spatial layers need that.
 struct SpmmArgs {
   const float* x;
   int64_t ldx;
@@ -42,8 +44,19 @@ struct RowsArgs {
   float* y;
   int64_t ldy;
 };
+// rows_ref works on block rows [rb0, rb1) of the blocked / CSR layout. rows() works on
+// units [u0, u1) of rows_units(w): the row panels when w has them (add_row_panels), else
+// block rows. Split parallel work over rows_units().
 void rows_ref(const SparseMatrix& w, const RowsArgs& a, int64_t rb0, int64_t rb1);
-void rows(const SparseMatrix& w, const RowsArgs& a, int64_t rb0, int64_t rb1);
+void rows(const SparseMatrix& w, const RowsArgs& a, int64_t u0, int64_t u1);
+// Reference for the row-panel layout: panels [p0, p1), one output at a time.
+void rows_panels_ref(const SparseMatrix& w, const RowsArgs& a, int64_t p0, int64_t p1);
+inline int64_t rows_units(const SparseMatrix& w) {
+  return w.panels() > 0 ? w.panels() : w.block_rows();
+}
+
+// Floats per vector of the SIMD target the dispatcher picked (8 on AVX2, 4 on NEON).
+int64_t spmm_lanes();
 
 // Name of the SIMD target the dispatcher picked on this CPU ("AVX3_DL", "NEON", "SVE2" ...).
 const char* simd_target_name();

@@ -44,5 +44,24 @@ void rows_ref(const SparseMatrix& w, const RowsArgs& a, int64_t rb0, int64_t rb1
   }
 }
 
+void rows_panels_ref(const SparseMatrix& w, const RowsArgs& a, int64_t p0, int64_t p1) {
+  constexpr int P = SparseMatrix::kPanel;
+  for (int64_t m = a.m0; m < a.m1; ++m) {
+    const float* xr = a.x + m * a.ldx;
+    float* yr = a.y + m * a.ldy;
+    for (int64_t p = p0; p < p1; ++p)
+      for (int r = 0; r < P; ++r) {
+        const int32_t n = w.panel_row[p * P + r];
+        if (n < 0) continue;
+        float acc = a.bias ? a.bias[n] : 0.0f;
+        const int C = w.shape.c;
+        for (int32_t t = w.panel_ptr[p]; t < w.panel_ptr[p + 1]; ++t)
+          for (int c = 0; c < C; ++c)
+            acc += w.panel_val[(t * P + r) * C + c] * xr[w.panel_col[t * P + r] + c];
+        yr[n] = a.beta != 0.0f ? acc + a.beta * yr[n] : acc;
+      }
+  }
+}
+
 }  // namespace cpu_sparse
 }  // namespace minnow

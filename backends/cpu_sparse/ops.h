@@ -27,6 +27,8 @@ const char* kernel_name(Kind kind, BlockShape shape);
 
 // Block rows per parallel_for chunk so one chunk is about 64k multiply-adds.
 size_t block_row_grain(const SparseMatrix& w, double columns);
+// The same for the rows-form kernels, in rows_units(w) (panels or block rows).
+size_t rows_unit_grain(const SparseMatrix& w, double m);
 
 struct BidResult {
   double cost;  // ns, in cpu_dense's units

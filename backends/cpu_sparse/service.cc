@@ -5,6 +5,7 @@
 
 #include <minnow/services.h>
 
+#include <memory>
 #include <new>
 
 namespace minnow {
@@ -24,7 +25,9 @@ void* prepare_weights(const float* w, int64_t n, int64_t k, double* cost_per_row
     if (!lc.ok) return nullptr;
     if (cost_per_row)
       *cost_per_row = 2.0 * static_cast<double>(n) * static_cast<double>(k) * kDenseNsPerFlop * lc.ratio;
-    return new Handle{pack(w, n, k, k, lc.shape), kernel_name(Kind::kFc, lc.shape)};
+    std::unique_ptr<Handle> h(new Handle{pack(w, n, k, k, lc.shape), kernel_name(Kind::kFc, lc.shape)});
+    add_row_panels(&h->w);
+    return h.release();
   } catch (...) {  // nothing may cross the C boundary; declining is always safe
     return nullptr;
   }
@@ -39,12 +42,12 @@ mn_status multiply(const void* handle, const mn_run_ctx* ctx, int64_t m, const f
   mn_error err{};
   return plugin::guarded(&err, [&] {
     if (ctx) {
-      RunContext(ctx).parallel_for(static_cast<size_t>(w.block_rows()), block_row_grain(w, double(m)),
+      RunContext(ctx).parallel_for(static_cast<size_t>(rows_units(w)), rows_unit_grain(w, double(m)),
                                    [&](size_t b0, size_t b1) {
                                      rows(w, args, static_cast<int64_t>(b0), static_cast<int64_t>(b1));
                                    });
     } else {
-      rows(w, args, 0, w.block_rows());
+      rows(w, args, 0, rows_units(w));
     }
     return MN_OK;
   });

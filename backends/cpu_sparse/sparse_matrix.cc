@@ -1,6 +1,8 @@
 #include "sparse_matrix.h"
 
+#include <algorithm>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 
 namespace minnow {
@@ -81,6 +83,45 @@ SparseMatrix pack(const float* w, int64_t rows, int64_t cols, int64_t ld, BlockS
 SparseMatrix pack_transposed(const float* w, int64_t rows, int64_t cols, int64_t ld,
                              BlockShape s, float scale) {
   return pack_impl(Reader{w, rows, ld, true}, rows, cols, s, scale);
+}
+
+void add_row_panels(SparseMatrix* m) {
+  if ((m->shape != BlockShape{1, 1} && m->shape != BlockShape{1, 4}) || m->rows <= 0) return;
+  constexpr int P = SparseMatrix::kPanel;
+  const int C = m->shape.c;
+  const int64_t rows = m->rows, panels = (rows + P - 1) / P;
+  auto nnz = [&](int64_t n) { return m->row_ptr[n + 1] - m->row_ptr[n]; };
+  // Longest rows first: rows of one panel then have similar counts, so little padding.
+  std::vector<int32_t> order(static_cast<size_t>(rows));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return nnz(a) > nnz(b); });
+  m->panel_ptr.assign(1, 0);
+  m->panel_row.assign(static_cast<size_t>(panels * P), -1);
+  m->panel_val.clear();
+  m->panel_col.clear();
+  for (int64_t p = 0; p < panels; ++p) {
+    int32_t steps = 0;
+    for (int r = 0; r < P && p * P + r < rows; ++r) {
+      const int32_t n = order[static_cast<size_t>(p * P + r)];
+      m->panel_row[static_cast<size_t>(p * P + r)] = n;
+      steps = std::max(steps, nnz(n));
+    }
+    const size_t base = m->panel_col.size();
+    m->panel_val.resize((base + static_cast<size_t>(steps) * P) * C, 0.0f);
+    m->panel_col.resize(base + static_cast<size_t>(steps) * P, 0);
+    for (int r = 0; r < P; ++r) {
+      const int32_t n = m->panel_row[static_cast<size_t>(p * P + r)];
+      if (n < 0) continue;
+      for (int32_t t = 0; t < nnz(n); ++t) {
+        const size_t slot = base + static_cast<size_t>(t) * P + r;
+        const int32_t b = m->row_ptr[n] + t;
+        for (int c = 0; c < C; ++c)
+          m->panel_val[slot * C + c] = m->values[static_cast<size_t>(b) * C + c];
+        m->panel_col[slot] = m->col[b];
+      }
+    }
+    m->panel_ptr.push_back(m->panel_ptr.back() + steps);
+  }
 }
 
 }  // namespace cpu_sparse

@@ -39,7 +39,21 @@ struct SparseMatrix {
   std::vector<int32_t> col;      // per block: its first column (a multiple of shape.c)
   std::vector<float> values;     // per block: R*C values, row-major inside the block
 
+  // Optional second copy of a CSR or 1x4 matrix for the rows form (add_row_panels): the
+  // output rows sorted by block count and cut into panels of kPanel rows; step t of a
+  // panel holds the t-th block of each of its rows (zero weights, column 0 where a row has
+  // run out), so the rows-form kernel takes a step for all eight rows at once with no
+  // per-row loop (no mispredicted loop exits on short rows) and sums the rows only once.
+  // XNNPACK's spmm layout turned around: there the pixels are the lanes, here (batch 1,
+  // no pixels) the output rows are.
+  static constexpr int kPanel = 8;
+  std::vector<int32_t> panel_ptr;  // per panel: first step; size panels()+1 (empty: none)
+  std::vector<int32_t> panel_row;  // per panel lane: output row, -1 for padding
+  std::vector<float> panel_val;    // per step: kPanel blocks of shape.c values, row-slot major
+  std::vector<int32_t> panel_col;  // per step: kPanel first columns
+
   int64_t block_rows() const { return (rows + shape.r - 1) / shape.r; }
+  int64_t panels() const { return panel_ptr.empty() ? 0 : static_cast<int64_t>(panel_ptr.size()) - 1; }
   int64_t blocks() const { return static_cast<int64_t>(col.size()); }
   // Fraction of stored values (zeros inside kept blocks included) among rows*cols.
   double density() const {
@@ -47,7 +61,8 @@ struct SparseMatrix {
                             : static_cast<double>(values.size()) / static_cast<double>(rows * cols);
   }
   size_t bytes() const {
-    return row_ptr.size() * 4 + col.size() * 4 + values.size() * 4;
+    return row_ptr.size() * 4 + col.size() * 4 + values.size() * 4 + panel_ptr.size() * 4 +
+           panel_row.size() * 4 + panel_val.size() * 4 + panel_col.size() * 4;
   }
 };
 
@@ -67,6 +82,10 @@ SparseMatrix pack(const float* w, int64_t rows, int64_t cols, int64_t ld, BlockS
 // transB store B as [K, N]).
 SparseMatrix pack_transposed(const float* w, int64_t rows, int64_t cols, int64_t ld,
                              BlockShape s, float scale = 1.0f);
+
+// Builds the row panels of a 1x1 (CSR) or 1x4 matrix (no-op for other shapes): what the
+// rows-form kernel (fully connected at batch 1, the LSTM gates) runs on when present.
+void add_row_panels(SparseMatrix* m);
 
 }  // namespace cpu_sparse
 }  // namespace minnow

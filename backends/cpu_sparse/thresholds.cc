@@ -10,30 +10,34 @@ namespace cpu_sparse {
 namespace {
 
 // ---- Measured table ----------------------------------------------------------------
-// Measured by `sparse_bench --runs 21 --fit` (what bench/sparse.sh runs) on the x86 build
-// machine (AMD EPYC, AVX2 + FMA: Highway target AVX2), 1 thread, against cpu_dense's SIMD
-// kernels (packed-panel f32_gemm_6x2v, conv via packed GEMM), 2026-12-01, on a loaded
-// machine (ratios are measured in the same process, so load hits both sides). Layers:
-// MobileNetV2 1x1 stack 56x56x24-144, 28x28x32-192, 14x14x64-384, 7x7x160-960; conv3x3
-// 28x28x32-32 pad 1; fc 784-300, 300-100, 512x128; sparsity 50/70/90 %. Examples behind the
-// fit (dense/sparse): fc 784-300 CSR 90 %: 2.2x, 1x8 90 %: 6.6x, CSR 50 %: 0.48x;
-// conv1x1 56x56x24-144 1x8 90 %: 2.25x. Against the packed dense GEMM the im2col sparse
-// convolution never breaks even (im2col dominates it; break-even above 100 %), so general
-// convolutions stay dense. The previous table (2025-05) was fitted against the scalar
-// reference dense kernels and broke even below 0 % everywhere.
+// Measured by `RUNS=41 bench/sparse.sh build` (sparse_bench --runs 41 --fit ...) run five
+// times in a row, 2026-12-01 11:42 UTC, load average 0.9 (quiet), on the x86 build machine
+// (AMD EPYC Zen 3, 2 cores, AVX2 + FMA: Highway target AVX2), 1 thread, against
+// cpu_dense's SIMD kernels (packed-panel f32_gemm_6x2v, conv via packed GEMM); the line is
+// fitted (as --fit does) to the median over the five runs of each point's t_sparse/t_dense,
+// after the small-spatial conv1x1 strips and the fc row panels. Layers: MobileNetV2 1x1
+// stack 56x56x24-144, 28x28x32-192, 14x14x64-384, 7x7x160-960; conv3x3 28x28x32-32 pad 1;
+// fc 784-300, 300-100, 512x128; sparsity 30-95 %. Examples behind the fit (dense/sparse,
+// medians): conv1x1 7x7x160-960 CSR 90 %: 4.85x, 1x4 70 %: 2.16x, 1x4 50 %: 1.36x; fc
+// 784-300 CSR 90 %: 2.79x, 1x4 50 %: 1.15x; fc 512x128 CSR 90 %: 1.57x, 1x4 50 %: 1.01x,
+// CSR 50 %: 0.41x. The im2col sparse convolution still never breaks even against the packed
+// dense GEMM (im2col dominates it), so general convolutions stay dense. The same five runs
+// on the loaded machine at 11:30 (load 1.6-3.7) fitted 1x4 fc at 52 % instead of 44 %.
+// Previous tables: 2026-12-01 before these kernels (fc / 1x1 at 18-88 %), 2025-05 against
+// the scalar reference dense kernels.
 const Calibration kTable[] = {
-    {Kind::kFc, {1, 1}, 0.2766, 6.0818},          // break-even sparsity 88%
-    {Kind::kFc, {1, 4}, 0.2332, 1.5965},          // break-even sparsity 52%
-    {Kind::kFc, {4, 1}, 0.1149, 2.0257},          // break-even sparsity 56%
-    {Kind::kFc, {1, 8}, 0.1770, 1.0009},          // break-even sparsity 18%
-    {Kind::kConv1x1, {1, 1}, 0.1346, 2.5754},     // break-even sparsity 66%
-    {Kind::kConv1x1, {1, 4}, 0.0882, 1.7597},     // break-even sparsity 48%
-    {Kind::kConv1x1, {4, 1}, 0.1440, 1.6949},     // break-even sparsity 49%
-    {Kind::kConv1x1, {1, 8}, 0.0781, 2.0174},     // break-even sparsity 54%
-    {Kind::kConvIm2col, {1, 1}, 1.4321, 1.2042},  // break-even sparsity 136%
-    {Kind::kConvIm2col, {1, 4}, 1.3872, 1.2584},  // break-even sparsity 131%
-    {Kind::kConvIm2col, {4, 1}, 1.0144, 2.8646},  // break-even sparsity 101%
-    {Kind::kConvIm2col, {1, 8}, 1.3439, 1.3227},  // break-even sparsity 126%
+    {Kind::kFc, {1, 1}, 0.0873, 4.1220},  // break-even sparsity 78%
+    {Kind::kFc, {1, 4}, 0.0944, 1.6295},  // break-even sparsity 44%
+    {Kind::kFc, {4, 1}, 0.1153, 1.7818},  // break-even sparsity 50%
+    {Kind::kFc, {1, 8}, 0.1771, 1.2535},  // break-even sparsity 34%
+    {Kind::kConv1x1, {1, 1}, 0.1045, 1.2748},  // break-even sparsity 30%
+    {Kind::kConv1x1, {1, 4}, 0.1192, 1.1748},  // break-even sparsity 25%
+    {Kind::kConv1x1, {4, 1}, 0.1363, 0.9577},  // break-even sparsity 10%
+    {Kind::kConv1x1, {1, 8}, 0.1231, 1.1421},  // break-even sparsity 23%
+    {Kind::kConvIm2col, {1, 1}, 1.3020, 1.4008},  // break-even sparsity 122%
+    {Kind::kConvIm2col, {1, 4}, 1.2911, 1.0715},  // break-even sparsity 127%
+    {Kind::kConvIm2col, {4, 1}, 1.3327, 0.6541},  // break-even sparsity 151%
+    {Kind::kConvIm2col, {1, 8}, 1.2525, 1.3283},  // break-even sparsity 119%
 };
 
 std::string pct(double v) {

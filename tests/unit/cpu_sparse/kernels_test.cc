@@ -98,7 +98,10 @@ TEST_CASE("spmm (columns form) matches the dense product") {
   std::mt19937 rng(42);
   const int64_t row_counts[] = {1, 3, 7, 17, 33};
   const int64_t col_counts[] = {8, 13, 24, 40};
-  const int64_t js[] = {1, 5, 16, 49, 67, 130};
+  // Columns: 1 and 7 (less than a vector), 49 / 196 (the 7x7 / 14x14 layers: a partial
+  // last vector), 200 (25 AVX2 vectors: uneven strips), others odd.
+  const int64_t js[] = {1, 5, 7, 16, 49, 67, 130, 196, 200};
+  const int64_t lanes = spmm_lanes();
   int cases = 0;
   for (BlockShape prune_shape : kPruneShapes)
     for (BlockShape s : kBlockShapes)
@@ -111,7 +114,10 @@ TEST_CASE("spmm (columns form) matches the dense product") {
               ++cases;
               auto w = random_vec(N * K, rng);
               prune_blocks(w.data(), N, K, prune_shape, sp);
-              const int64_t ldx = J + 3, ldy = J + 2;  // strides wider than J
+              // Strides wider than J; every other case x padded exactly to whole vectors
+              // (the SIMD tail path, reading up to the very end of the buffer).
+              const int64_t padded_ld = (J + lanes - 1) / lanes * lanes;
+              const int64_t ldx = cases % 2 ? padded_ld : J + 3, ldy = J + 2;
               auto x = random_vec(K * ldx, rng);
               auto bias = random_vec(N, rng);
               const bool use_bias = cases % 2 == 0;
@@ -139,7 +145,8 @@ TEST_CASE("spmm (columns form) matches the dense product") {
               spmm(m, a, half, m.block_rows());
               const std::string what = "spmm " + s.str() + " pruned " + prune_shape.str() +
                                        " sp " + std::to_string(sp) + " N" + std::to_string(N) +
-                                       " K" + std::to_string(K) + " J" + std::to_string(J);
+                                       " K" + std::to_string(K) + " J" + std::to_string(J) +
+                                       " ldx" + std::to_string(ldx);
               expect_close(got_ref, want, what + " (ref)");
               expect_close(got, want, what + " (simd)");
             }
@@ -148,7 +155,7 @@ TEST_CASE("spmm (columns form) matches the dense product") {
 
 TEST_CASE("rows (fully connected form) matches the dense product") {
   std::mt19937 rng(7);
-  const int64_t out_counts[] = {1, 5, 10, 31, 64};
+  const int64_t out_counts[] = {1, 5, 10, 17, 31, 64};
   const int64_t in_counts[] = {8, 16, 56, 784};
   const int64_t ms[] = {1, 2, 5};
   int cases = 0;
@@ -182,10 +189,15 @@ TEST_CASE("rows (fully connected form) matches the dense product") {
               SparseMatrix m = cases % 2 ? pack(w.data(), N, K, K, s)
                                          : pack_transposed(wt.data(), N, K, N, s);
               RowsArgs a{x.data(), ldx, 0, M, use_bias ? bias.data() : nullptr, beta, nullptr, ldy};
-              std::vector<float> got_ref = y0, got = y0;
-              if (beta == 0.0f)
-                for (int64_t mm = 0; mm < M; ++mm)
-                  for (int64_t n = 0; n < N; ++n) got_ref[mm * ldy + n] = got[mm * ldy + n] = kNaN;
+              // Y before the call: y0, with NaN in the outputs when beta 0 must overwrite.
+              auto fresh_y = [&] {
+                std::vector<float> y = y0;
+                if (beta == 0.0f)
+                  for (int64_t mm = 0; mm < M; ++mm)
+                    for (int64_t n = 0; n < N; ++n) y[mm * ldy + n] = kNaN;
+                return y;
+              };
+              std::vector<float> got_ref = fresh_y(), got = fresh_y();
               a.y = got_ref.data();
               rows_ref(m, a, 0, m.block_rows());
               a.y = got.data();
@@ -197,6 +209,22 @@ TEST_CASE("rows (fully connected form) matches the dense product") {
                                        " K" + std::to_string(K) + " M" + std::to_string(M);
               expect_close(got_ref, want, what + " (ref)");
               expect_close(got, want, what + " (simd)");
+              // The same matrix with row panels (CSR and 1x4): units are panels now.
+              add_row_panels(&m);
+              if (s != BlockShape{1, 1} && s != BlockShape{1, 4}) {
+                CHECK(m.panels() == 0);
+                continue;
+              }
+              REQUIRE(m.panels() == (N + SparseMatrix::kPanel - 1) / SparseMatrix::kPanel);
+              std::vector<float> got_pref = fresh_y(), got_p = fresh_y();
+              a.y = got_pref.data();
+              rows_panels_ref(m, a, 0, m.panels());
+              a.y = got_p.data();
+              const int64_t half = rows_units(m) / 2;
+              rows(m, a, 0, half);
+              rows(m, a, half, rows_units(m));
+              expect_close(got_pref, want, what + " (panels ref)");
+              expect_close(got_p, want, what + " (panels simd)");
             }
   CHECK(cases > 200);
 }
