@@ -9,7 +9,8 @@
 //
 // Per layer: the dense time is cpu_dense (forced) on the same model; the sparse time is
 // cpu_sparse (forced, MINNOW_CPU_SPARSE_BLOCK picks the block shape and lifts the
-// break-even so every point can be timed). Median of --runs runs, 1 thread.
+// break-even so every point can be timed). 1 thread; dense and sparse are timed in
+// alternating samples of many runs (time_pair), median of --runs samples each.
 // --fit prints, per kernel kind and block shape, the least-squares line
 // t_sparse/t_dense = r0 + slope * density, as the C++ table thresholds.cc holds.
 #include <minnow/minnow.h>
@@ -52,10 +53,11 @@ T check(Result<T> r, const char* what) {
   return std::move(r).value();
 }
 
-// Median ms of g_runs runs (after 2 warm-ups) of a model prepared under `policy`.
-double time_model(const std::shared_ptr<Engine>& engine, std::shared_ptr<const Model> model,
-                  const BackendPolicy& policy, const std::vector<Tensor>& inputs,
-                  std::string* kernels = nullptr) {
+// A session of `model` prepared under `policy`, 1 thread, inputs set; `kernels` gets the
+// sparse kernels it chose ("name" x count).
+std::unique_ptr<Session> ready_session(const std::shared_ptr<Engine>& engine, std::shared_ptr<const Model> model,
+                                       const BackendPolicy& policy, const std::vector<Tensor>& inputs,
+                                       std::string* kernels = nullptr) {
   auto pm = check(engine->prepare(model, policy), "prepare");
   if (kernels) {
     std::map<std::string, int> count;
@@ -75,24 +77,51 @@ double time_model(const std::shared_ptr<Engine>& engine, std::shared_ptr<const M
       std::exit(1);
     }
   }
-  std::vector<double> ms;
-  for (int r = 0; r < g_runs + 2; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const Status st = s->run();
-    const auto t1 = std::chrono::steady_clock::now();
+  return s;
+}
+
+// One sample: `k` runs back to back, ms per run.
+double sample_ms(Session& s, int k) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < k; ++i) {
+    const Status st = s.run();
     if (!st.is_ok()) {
       std::fprintf(stderr, "sparse_bench: run: %s\n", st.message().c_str());
       std::exit(1);
     }
-    if (r >= 2) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
   }
-  if (o.profile) {
-    std::map<std::string, double> by;
-    for (const auto& p : s->profile()) by[p.op + " " + p.backend + " " + p.kernel] += p.ms;
-    for (auto& kv : by) std::printf("    %-60s %8.3f ms\n", kv.first.c_str(), kv.second);
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / k;
+}
+
+void print_profile(const Session& s) {
+  std::map<std::string, double> by;
+  for (const auto& p : s.profile()) by[p.op + " " + p.backend + " " + p.kernel] += p.ms;
+  for (auto& kv : by) std::printf("    %-60s %8.3f ms\n", kv.first.c_str(), kv.second);
+}
+
+// Median ms per run of two sessions over g_runs samples each, taken alternately (A B B A
+// ...), so that a burst of load on this shared machine falls on both sides alike. A sample
+// is as many runs as make it last about 0.2 ms: a layer of a few microseconds is then not
+// timed one call at a time, where one preemption or cache miss decides the sample.
+std::pair<double, double> time_pair(Session& a, Session& b) {
+  for (int w = 0; w < 2; ++w) sample_ms(a, 1), sample_ms(b, 1);  // warm-up
+  const double one = std::max(sample_ms(a, 1), sample_ms(b, 1));
+  const int k = std::max(1, std::min(1000, int(0.2 / std::max(one, 1e-6))));
+  std::vector<double> ta, tb;
+  for (int r = 0; r < g_runs; ++r) {
+    if (r % 2 == 0) {
+      ta.push_back(sample_ms(a, k));
+      tb.push_back(sample_ms(b, k));
+    } else {
+      tb.push_back(sample_ms(b, k));
+      ta.push_back(sample_ms(a, k));
+    }
   }
-  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
-  return ms[ms.size() / 2];
+  auto median = [](std::vector<double>& v) {
+    std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  return {median(ta), median(tb)};
 }
 
 BackendPolicy force(const char* b) {
@@ -145,7 +174,7 @@ void bench_layers(const std::shared_ptr<Engine>& engine, bool quick, std::vector
     if (l.name.find(g_only) == std::string::npos) continue;
     const Tensor x = random_tensor(l.in, 7);
     const Tensor w0 = random_tensor(Shape(l.wshape.begin(), l.wshape.end()), 3);
-    const double dense_ms = time_model(engine, layer_model(l, w0), force("cpu_dense"), {x});
+    auto dense = ready_session(engine, layer_model(l, w0), force("cpu_dense"), {x});
     for (BlockShape s : shapes) {
       if (!minnow::cpu_sparse::shape_fits(s, l.wshape[0], w0.elements() / l.wshape[0])) continue;
       setenv("MINNOW_CPU_SPARSE_BLOCK", s.str().c_str(), 1);
@@ -153,7 +182,8 @@ void bench_layers(const std::shared_ptr<Engine>& engine, bool quick, std::vector
         Tensor w = w0.clone();
         const int64_t rows = l.wshape[0], cols = w.elements() / rows;
         minnow::cpu_sparse::prune_blocks(w.data<float>(), rows, cols, s, sp);
-        const double sparse_ms = time_model(engine, layer_model(l, w), force("cpu_sparse"), {x});
+        auto sparse = ready_session(engine, layer_model(l, w), force("cpu_sparse"), {x});
+        const auto [dense_ms, sparse_ms] = time_pair(*dense, *sparse);
         std::printf("| %s | %s | %.0f%% | %.1f | %.1f | %.2fx |\n", l.name.c_str(), s.str().c_str(),
                     100 * sp, 1e3 * dense_ms, 1e3 * sparse_ms, dense_ms / sparse_ms);
         std::fflush(stdout);
@@ -225,8 +255,15 @@ void bench_model(const std::shared_ptr<Engine>& engine, const std::string& path,
   no_sparse.forbid = {"cpu_sparse"};
   std::string kernels;
   std::string dense_kernels;
-  const double dense_ms = time_model(engine, model, no_sparse, {x}, &dense_kernels);
-  const double sparse_ms = time_model(engine, model, {}, {x}, &kernels);
+  auto dense = ready_session(engine, model, no_sparse, {x}, &dense_kernels);
+  auto sparse = ready_session(engine, model, {}, {x}, &kernels);
+  const auto [dense_ms, sparse_ms] = time_pair(*dense, *sparse);
+  if (g_profile) {
+    std::printf("  dense:\n");
+    print_profile(*dense);
+    std::printf("  sparse:\n");
+    print_profile(*sparse);
+  }
   std::printf("| %s, 90%% pruned | %.3f ms | %.3f ms | %.2fx | %s |\n", label, dense_ms, sparse_ms,
               dense_ms / sparse_ms, kernels.c_str());
 }

@@ -10,34 +10,37 @@ namespace cpu_sparse {
 namespace {
 
 // ---- Measured table ----------------------------------------------------------------
-// Measured by `RUNS=41 bench/sparse.sh build` (sparse_bench --runs 41 --fit ...) run five
-// times in a row, 2026-12-01 11:42 UTC, load average 0.9 (quiet), on the x86 build machine
-// (AMD EPYC Zen 3, 2 cores, AVX2 + FMA: Highway target AVX2), 1 thread, against
-// cpu_dense's SIMD kernels (packed-panel f32_gemm_6x2v, conv via packed GEMM); the line is
-// fitted (as --fit does) to the median over the five runs of each point's t_sparse/t_dense,
-// after the small-spatial conv1x1 strips and the fc row panels. Layers: MobileNetV2 1x1
-// stack 56x56x24-144, 28x28x32-192, 14x14x64-384, 7x7x160-960; conv3x3 28x28x32-32 pad 1;
-// fc 784-300, 300-100, 512x128; sparsity 30-95 %. Examples behind the fit (dense/sparse,
-// medians): conv1x1 7x7x160-960 CSR 90 %: 4.85x, 1x4 70 %: 2.16x, 1x4 50 %: 1.36x; fc
-// 784-300 CSR 90 %: 2.79x, 1x4 50 %: 1.15x; fc 512x128 CSR 90 %: 1.57x, 1x4 50 %: 1.01x,
-// CSR 50 %: 0.41x. The im2col sparse convolution still never breaks even against the packed
-// dense GEMM (im2col dominates it), so general convolutions stay dense. The same five runs
-// on the loaded machine at 11:30 (load 1.6-3.7) fitted 1x4 fc at 52 % instead of 44 %.
-// Previous tables: 2026-12-01 before these kernels (fc / 1x1 at 18-88 %), 2025-05 against
-// the scalar reference dense kernels.
+// Measured by `RUNS=41 bench/sparse.sh build` (sparse_bench --runs 41 --fit ...) run three
+// times in a row, 2026-12-01 12:15 UTC, load average 0.1-0.6 (quiet), on the x86 build
+// machine (AMD EPYC Zen 3, 2 cores, AVX2 + FMA: Highway target AVX2), 1 thread, against
+// cpu_dense's SIMD kernels (packed-panel f32_gemm_6x2v, conv via packed GEMM); each row is
+// the median over the three runs of the coefficients --fit printed. Timing: dense and
+// sparse in alternating samples of as many runs as last ~0.2 ms (sparse_bench time_pair);
+// the three fits agree within 4 points of break-even, where single-run samples (the
+// table before) moved by up to 25 %. Layers: MobileNetV2 1x1 stack 56x56x24-144,
+// 28x28x32-192, 14x14x64-384, 7x7x160-960; conv3x3 28x28x32-32 pad 1; fc 784-300, 300-100,
+// 512x128; sparsity 30-95 %. Examples behind the fit (dense/sparse, medians): conv1x1
+// 7x7x160-960 CSR 90 %: 5.37x, 1x4 70 %: 2.14x, 1x4 50 %: 1.32x; fc 784-300 CSR 90 %:
+// 2.01x, 1x4 50 %: 1.08x; fc 300-100 CSR 90 %: 1.39x; fc 512x128 CSR 90 %: 1.32x, 1x4 50 %:
+// 0.93x (so 1x4 fc now breaks even at 52 %, and 50 % stays dense), CSR 50 %: 0.33x. The
+// im2col sparse convolution never breaks even against the packed dense GEMM (im2col
+// dominates it), so general convolutions stay dense.
+// Previous tables: 2026-12-01 11:42 (single-run samples, fc 1x4 at 44 %), 2026-12-01 before
+// the strip / panel kernels (fc / 1x1 at 18-88 %), 2025-05 against the scalar reference
+// dense kernels.
 const Calibration kTable[] = {
-    {Kind::kFc, {1, 1}, 0.0873, 4.1220},  // break-even sparsity 78%
-    {Kind::kFc, {1, 4}, 0.0944, 1.6295},  // break-even sparsity 44%
-    {Kind::kFc, {4, 1}, 0.1153, 1.7818},  // break-even sparsity 50%
-    {Kind::kFc, {1, 8}, 0.1771, 1.2535},  // break-even sparsity 34%
-    {Kind::kConv1x1, {1, 1}, 0.1045, 1.2748},  // break-even sparsity 30%
-    {Kind::kConv1x1, {1, 4}, 0.1192, 1.1748},  // break-even sparsity 25%
-    {Kind::kConv1x1, {4, 1}, 0.1363, 0.9577},  // break-even sparsity 10%
-    {Kind::kConv1x1, {1, 8}, 0.1231, 1.1421},  // break-even sparsity 23%
-    {Kind::kConvIm2col, {1, 1}, 1.3020, 1.4008},  // break-even sparsity 122%
-    {Kind::kConvIm2col, {1, 4}, 1.2911, 1.0715},  // break-even sparsity 127%
-    {Kind::kConvIm2col, {4, 1}, 1.3327, 0.6541},  // break-even sparsity 151%
-    {Kind::kConvIm2col, {1, 8}, 1.2525, 1.3283},  // break-even sparsity 119%
+    {Kind::kFc, {1, 1}, 0.1993, 4.7694},  // break-even sparsity 83%
+    {Kind::kFc, {1, 4}, 0.1540, 1.7554},  // break-even sparsity 52%
+    {Kind::kFc, {4, 1}, 0.0979, 2.3139},  // break-even sparsity 61%
+    {Kind::kFc, {1, 8}, 0.2006, 1.2807},  // break-even sparsity 38%
+    {Kind::kConv1x1, {1, 1}, 0.1197, 1.2641},  // break-even sparsity 30%
+    {Kind::kConv1x1, {1, 4}, 0.1351, 1.2085},  // break-even sparsity 28%
+    {Kind::kConv1x1, {4, 1}, 0.1366, 0.9525},  // break-even sparsity 9%
+    {Kind::kConv1x1, {1, 8}, 0.1388, 1.1535},  // break-even sparsity 25%
+    {Kind::kConvIm2col, {1, 1}, 1.3016, 1.3128},  // break-even sparsity 123%
+    {Kind::kConvIm2col, {1, 4}, 1.3063, 1.2508},  // break-even sparsity 124%
+    {Kind::kConvIm2col, {4, 1}, 1.3224, 0.7030},  // break-even sparsity 146%
+    {Kind::kConvIm2col, {1, 8}, 1.3304, 1.1513},  // break-even sparsity 129%
 };
 
 std::string pct(double v) {
