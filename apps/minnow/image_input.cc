@@ -2,10 +2,11 @@
 
 #include "image_decode.h"
 
+#include <minnow/model_builder.h>
+
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <iterator>
+#include <filesystem>
 #include <memory>
 
 namespace minnow {
@@ -77,18 +78,14 @@ Result<Tensor> decode_image_tensor(const uint8_t* data, size_t size, const std::
 }
 
 Result<Tensor> read_image_tensor(const std::string& path, const Shape& shape, const ImageOptions& opt) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return invalid_argument(path + ": cannot open image");
-  f.seekg(0, std::ios::end);
-  const std::streamoff size = f.tellg();
-  if (size < 0) return invalid_argument(path + ": cannot read image");
-  if (size > kMaxImageFileBytes)
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path, ec);  // before reading any of it
+  if (!ec && size > uintmax_t(kMaxImageFileBytes))
     return invalid_argument(path + ": image file of " + std::to_string(size) + " bytes is larger than the " +
                             std::to_string(kMaxImageFileBytes) + " read");
-  f.seekg(0);
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
-  if (size > 0 && !f.read(reinterpret_cast<char*>(bytes.data()), size)) return invalid_argument(path + ": cannot read image");
-  return decode_image_tensor(bytes.data(), bytes.size(), path, shape, opt);
+  auto bytes = read_file(path);
+  if (!bytes) return bytes.status();
+  return decode_image_tensor(bytes.value().data(), bytes.value().size(), path, shape, opt);
 }
 
 }  // namespace cli

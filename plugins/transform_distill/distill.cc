@@ -190,13 +190,7 @@ void distill(TransformContext& ctx) {
     ctx.metric_before = float(accuracy(r, ev, ev_labels));
   }
 
-  TrainGraph tg = [&] {
-    try {
-      return TrainGraph(m);
-    } catch (const std::exception& e) {
-      throw std::runtime_error(std::string("distill: ") + e.what());
-    }
-  }();
+  TrainGraph tg(m);
   std::vector<ParamState> states;
   for (int t : tg.params()) {
     bool is_weight = false;

@@ -36,14 +36,7 @@ namespace {
 // A forward pass over the calibration images, and shapes from it (constants included).
 struct Forward {
   TrainGraph tg;
-  Forward(const ir::ModelIR& m, const Images& im) : tg(graph(m)) { tg.forward(im.data, im.count); }
-  static TrainGraph graph(const ir::ModelIR& m) {
-    try {
-      return TrainGraph(m);
-    } catch (const std::exception& e) {
-      throw std::runtime_error(std::string("prune-channels: calibration pass: ") + e.what());
-    }
-  }
+  Forward(const ir::ModelIR& m, const Images& im) : tg(m) { tg.forward(im.data, im.count); }
   std::vector<int64_t> shape(int t) const {
     try {
       return tg.value(t).shape;
