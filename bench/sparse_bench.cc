@@ -175,6 +175,12 @@ void bench_layers(const std::shared_ptr<Engine>& engine, bool quick, std::vector
     const Tensor x = random_tensor(l.in, 7);
     const Tensor w0 = random_tensor(Shape(l.wshape.begin(), l.wshape.end()), 3);
     auto dense = ready_session(engine, layer_model(l, w0), force("cpu_dense"), {x});
+    // Half a second of dense runs first: without it the first rows of a layer timed the
+    // dense side up to 1.5x slower than the later rows (the core ramping up its clock, or
+    // caches and TLB settling), which biased the first block shape's ratios.
+    for (auto t0 = std::chrono::steady_clock::now();
+         std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(500);)
+      sample_ms(*dense, 10);
     for (BlockShape s : shapes) {
       if (!minnow::cpu_sparse::shape_fits(s, l.wshape[0], w0.elements() / l.wshape[0])) continue;
       setenv("MINNOW_CPU_SPARSE_BLOCK", s.str().c_str(), 1);
@@ -184,7 +190,7 @@ void bench_layers(const std::shared_ptr<Engine>& engine, bool quick, std::vector
         minnow::cpu_sparse::prune_blocks(w.data<float>(), rows, cols, s, sp);
         auto sparse = ready_session(engine, layer_model(l, w), force("cpu_sparse"), {x});
         const auto [dense_ms, sparse_ms] = time_pair(*dense, *sparse);
-        std::printf("| %s | %s | %.0f%% | %.1f | %.1f | %.2fx |\n", l.name.c_str(), s.str().c_str(),
+        std::printf("| %s | %s | %.0f%% | %.2f | %.2f | %.2fx |\n", l.name.c_str(), s.str().c_str(),
                     100 * sp, 1e3 * dense_ms, 1e3 * sparse_ms, dense_ms / sparse_ms);
         std::fflush(stdout);
         pts->push_back({l.kind, s.str(), 1.0 - sp, sparse_ms / dense_ms});

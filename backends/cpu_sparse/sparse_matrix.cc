@@ -86,7 +86,9 @@ SparseMatrix pack_transposed(const float* w, int64_t rows, int64_t cols, int64_t
 }
 
 void add_row_panels(SparseMatrix* m) {
-  if ((m->shape != BlockShape{1, 1} && m->shape != BlockShape{1, 4}) || m->rows <= 0) return;
+  if ((m->shape != BlockShape{1, 1} && m->shape != BlockShape{1, 4}) || m->rows <= 0 ||
+      m->cols > SparseMatrix::kMaxPanelCols)
+    return;
   constexpr int P = SparseMatrix::kPanel;
   const int C = m->shape.c;
   const int64_t rows = m->rows, panels = (rows + P - 1) / P;
@@ -117,7 +119,7 @@ void add_row_panels(SparseMatrix* m) {
         const int32_t b = m->row_ptr[n] + t;
         for (int c = 0; c < C; ++c)
           m->panel_val[slot * C + c] = m->values[static_cast<size_t>(b) * C + c];
-        m->panel_col[slot] = m->col[b];
+        m->panel_col[slot] = static_cast<uint16_t>(m->col[b]);
       }
     }
     m->panel_ptr.push_back(m->panel_ptr.back() + steps);

@@ -50,7 +50,12 @@ struct SparseMatrix {
   std::vector<int32_t> panel_ptr;  // per panel: first step; size panels()+1 (empty: none)
   std::vector<int32_t> panel_row;  // per panel lane: output row, -1 for padding
   std::vector<float> panel_val;    // per step: kPanel blocks of shape.c values, row-slot major
-  std::vector<int32_t> panel_col;  // per step: kPanel first columns
+  // per step: kPanel first columns. 16 bits: a CSR step reads eight of them with two 64-bit
+  // loads and takes them apart with shifts (ALU work) instead of eight loads, and loads,
+  // not arithmetic, are what a batch-1 gather kernel is short of. Panels are built only
+  // for matrices with at most kMaxPanelCols columns.
+  std::vector<uint16_t> panel_col;
+  static constexpr int64_t kMaxPanelCols = 65536;
 
   int64_t block_rows() const { return (rows + shape.r - 1) / shape.r; }
   int64_t panels() const { return panel_ptr.empty() ? 0 : static_cast<int64_t>(panel_ptr.size()) - 1; }
@@ -62,7 +67,7 @@ struct SparseMatrix {
   }
   size_t bytes() const {
     return row_ptr.size() * 4 + col.size() * 4 + values.size() * 4 + panel_ptr.size() * 4 +
-           panel_row.size() * 4 + panel_val.size() * 4 + panel_col.size() * 4;
+           panel_row.size() * 4 + panel_val.size() * 4 + panel_col.size() * 2;
   }
 };
 
@@ -83,8 +88,9 @@ SparseMatrix pack(const float* w, int64_t rows, int64_t cols, int64_t ld, BlockS
 SparseMatrix pack_transposed(const float* w, int64_t rows, int64_t cols, int64_t ld,
                              BlockShape s, float scale = 1.0f);
 
-// Builds the row panels of a 1x1 (CSR) or 1x4 matrix (no-op for other shapes): what the
-// rows-form kernel (fully connected at batch 1, the LSTM gates) runs on when present.
+// Builds the row panels of a 1x1 (CSR) or 1x4 matrix (no-op for other shapes and for more
+// than kMaxPanelCols columns): what the rows-form kernel (fully connected at batch 1, the
+// LSTM gates) runs on when present.
 void add_row_panels(SparseMatrix* m);
 
 }  // namespace cpu_sparse

@@ -8,6 +8,8 @@
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+
+#include <algorithm>
 #include <tbb/task_arena.h>
 
 #include <chrono>
@@ -45,6 +47,7 @@ struct RunHost {
   int32_t num_outputs = 0;
   uint32_t resizable = 0;
   uint32_t reported = 0;
+  int32_t threads = 1;  // of the context this host serves (make_ctx)
   int64_t dims[kMaxResizableOutputs][MN_MAX_RANK];
   void begin(NodeView& view, uint32_t may_resize) {
     outputs = view.outputs().data();
@@ -122,7 +125,15 @@ struct Session::Impl {
 };
 
 namespace {
-void parallel_for_on_arena(void*, size_t n, size_t grain, mn_range_fn fn, void* user) {
+void parallel_for_on_arena(void* host, size_t n, size_t grain, mn_range_fn fn, void* user) {
+  // One thread, or no more work than one chunk: the caller runs it. Any range is a valid
+  // chunk (oneTBB's partitioner hands out ranges larger than the grain too), and a
+  // microsecond layer (a batch-1 fc) would otherwise pay oneTBB's task set-up, ~0.1 us.
+  if (n == 0) return;
+  if (n <= std::max<size_t>(grain, 1) || static_cast<const RunHost*>(host)->threads <= 1) {
+    fn(user, 0, n);
+    return;
+  }
   // Called from inside arena->execute, so the work runs on this session's threads.
   tbb::parallel_for(tbb::blocked_range<size_t>(0, n, grain),
                     [&](const tbb::blocked_range<size_t>& r) { fn(user, r.begin(), r.end()); });
@@ -133,6 +144,7 @@ static mn_run_ctx make_ctx(RunHost* host, int threads, void* scratch, size_t scr
   mn_run_ctx ctx{};
   ctx.struct_size = sizeof(mn_run_ctx);
   ctx.host = host;
+  host->threads = threads;
   ctx.num_threads = threads;
   ctx.parallel_for = &parallel_for_on_arena;
   ctx.scratch = scratch;
@@ -514,7 +526,7 @@ Status Session::Impl::run() {
   if (!planned) MINNOW_RETURN_IF_ERROR(plan());
   Status result;
   const bool prof = options.profile;
-  arena->execute([&] {
+  auto run_steps = [&] {
     mn_run_ctx ctx = make_ctx(&run_host, options.threads, scratch_mem.get(), stats.scratch_bytes);
     for (size_t s = 0; s < steps.size(); ++s) {
       Step& step = steps[s];
@@ -531,7 +543,14 @@ Status Session::Impl::run() {
       }
       if (prof) profile[s].ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     }
-  });
+  };
+  // With one thread, parallel_for runs every chunk on the caller (parallel_for_on_arena)
+  // and nothing else here touches oneTBB, so entering the arena would only cost time
+  // (~0.1-0.2 us a run, most of a batch-1 fc layer's).
+  if (options.threads <= 1)
+    run_steps();
+  else
+    arena->execute(run_steps);
   MINNOW_RETURN_IF_ERROR(result);
   if (has_bounded)
     for (size_t i = 0; i < g.outputs.size(); ++i) output_dims[i] = run_states[g.outputs[i]].dims;
