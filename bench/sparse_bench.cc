@@ -2,7 +2,9 @@
 // sparsity (the numbers behind backends/cpu_sparse/thresholds.cc), and whole models.
 //
 //   sparse_bench [--runs N] [--fit] [--quick] [--models-only] [--model-dir DIR]
-//                [--mobilenet-v2 FILE] [--profile] [--only LAYER]
+//                [--mobilenet-v2 FILE] [--model FILE]... [--profile] [--only LAYER]
+//   --model FILE: a model pruned elsewhere (minnow compress), timed as it is with and
+//   without cpu_sparse.
 // --mobilenet-v2: the torchvision MobileNetV2 exported by bench/export_models.py (.onnx or
 // .minnow); its 1x1 convolutions are pruned to 90 % by magnitude, the rest stays dense.
 // A missing file is skipped with a message.
@@ -240,6 +242,7 @@ std::shared_ptr<const Model> prune_model(const Model& m, double sparsity,
   return check(Model::from_ir(std::move(ir), m.origin()), "pruned model");
 }
 
+// pick == nullptr: the model is used as it is (already pruned, e.g. by minnow compress).
 void bench_model(const std::shared_ptr<Engine>& engine, const std::string& path, const char* label,
                  bool (*pick)(const ir::Node&, const ir::TensorInfo&)) {
   auto loaded = engine->load_model(path);
@@ -248,7 +251,7 @@ void bench_model(const std::shared_ptr<Engine>& engine, const std::string& path,
     return;
   }
   std::printf("%s (%s):\n", label, path.c_str());
-  auto model = prune_model(*loaded.value(), 0.9, pick);
+  auto model = pick ? prune_model(*loaded.value(), 0.9, pick) : loaded.value();
   const auto& in = model->graph().tensors[model->graph().inputs[0]];
   Shape shape = in.static_shape();
   for (auto& d : shape) if (d < 0) d = 1;
@@ -270,8 +273,8 @@ void bench_model(const std::shared_ptr<Engine>& engine, const std::string& path,
     std::printf("  sparse:\n");
     print_profile(*sparse);
   }
-  std::printf("| %s, 90%% pruned | %.3f ms | %.3f ms | %.2fx | %s |\n", label, dense_ms, sparse_ms,
-              dense_ms / sparse_ms, kernels.c_str());
+  std::printf("| %s%s | %.4f ms | %.4f ms | %.2fx | %s |\n", label, pick ? ", 90%% pruned" : "", dense_ms,
+              sparse_ms, dense_ms / sparse_ms, kernels.c_str());
 }
 
 bool pick_fc(const ir::Node& n, const ir::TensorInfo&) { return n.op == "Gemm" || n.op == "MatMul"; }
@@ -285,6 +288,7 @@ bool pick_1x1(const ir::Node& n, const ir::TensorInfo& t) {
 int main(int argc, char** argv) {
   bool fit = false, quick = false, layers = true;
   std::string model_dir, mobilenet_v2;
+  std::vector<std::string> pruned;  // --model FILE: run as given, with and without cpu_sparse
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) g_runs = std::max(1, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--fit")) fit = true;
@@ -294,9 +298,10 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
     else if (!std::strcmp(argv[i], "--model-dir") && i + 1 < argc) model_dir = argv[++i];
     else if (!std::strcmp(argv[i], "--mobilenet-v2") && i + 1 < argc) mobilenet_v2 = argv[++i];
+    else if (!std::strcmp(argv[i], "--model") && i + 1 < argc) pruned.push_back(argv[++i]);
     else {
       std::fprintf(stderr, "usage: sparse_bench [--runs N] [--fit] [--quick] [--models-only] [--model-dir DIR] "
-                           "[--mobilenet-v2 FILE] [--profile] [--only LAYER]\n");
+                           "[--mobilenet-v2 FILE] [--model FILE]... [--profile] [--only LAYER]\n");
       return 2;
     }
   }
@@ -306,13 +311,14 @@ int main(int argc, char** argv) {
     bench_layers(engine, quick, &pts);
     if (fit) print_fit(pts);
   }
-  if (!model_dir.empty() || !mobilenet_v2.empty())
+  if (!model_dir.empty() || !mobilenet_v2.empty() || !pruned.empty())
     std::printf("\n| model | dense | sparse | dense/sparse | sparse kernels |\n|---|---|---|---|---|\n");
   if (!model_dir.empty()) {
     bench_model(engine, model_dir + "/mlp/mlp.onnx", "mlp", pick_fc);
     bench_model(engine, model_dir + "/lstm/lstm.onnx", "lstm", pick_fc);
     bench_model(engine, model_dir + "/mobilenet/mobilenet.onnx", "mobilenet (1x1 convs)", pick_1x1);
   }
+  for (const std::string& p : pruned) bench_model(engine, p, p.c_str(), nullptr);
   if (!mobilenet_v2.empty()) {
     if (FILE* f = std::fopen(mobilenet_v2.c_str(), "rb")) {
       std::fclose(f);

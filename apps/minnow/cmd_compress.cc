@@ -1,7 +1,7 @@
 // minnow compress: runs a pipeline of transform plugins over a model and reports size
 // (and accuracy, with eval data) per step, a per-layer table and the totals.
 //
-//   minnow compress IN -o OUT [--preset lossless|fast|smallest]
+//   minnow compress IN -o OUT [--preset lossless|fast|smallest] [--sparse-format csr|1x4|4x1|1x8|auto]
 //     [--pipeline "fuse,prune:sparsity=0.9:gradual=3,distill:epochs=3,quantize:bits=4,huffman"]
 //     [--train-images IDX [--train-labels IDX]] [--mean M --std S]
 //     [--eval-images IDX --eval-labels IDX] [--seed S] [--opt k=v] [--json]
@@ -183,6 +183,7 @@ std::string fmt_acc(double a) {
 void register_compress_command(CLI::App& app, GlobalOptions& g) {
   auto* cmd = app.add_subcommand("compress", "Compress a model with a pipeline of transform plugins");
   static std::string in, out, preset, pipeline, train_images, train_labels, eval_images, eval_labels, raw_shape;
+  static std::string sparse_format;
   static std::vector<std::string> opts;
   static float mean = 0.2860f, stdv = 0.3530f;
   static uint64_t seed = 1;
@@ -200,6 +201,11 @@ void register_compress_command(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--std", stdv, "Preprocessing x = (u / 255 - mean) / std")->capture_default_str();
   cmd->add_option("--seed", seed, "Seed for every transform")->capture_default_str();
   cmd->add_option("--opt", opts, "Option for every step that reads it: TRANSFORM.KEY=VALUE (e.g. distill.lr=0.002)");
+  cmd->add_option("--sparse-format", sparse_format,
+                  "What pruning zeroes together, for prune and distill steps without their own block=: csr "
+                  "(unstructured), 1x4 / 4x1 / 1x8 blocks (outputs x inputs; cpu_sparse runs them faster), or auto "
+                  "(per layer, the fastest block shape that loses little more than unstructured)")
+      ->check(CLI::IsMember({"csr", "1x4", "4x1", "1x8", "auto"}));
   cmd->add_flag("--json", json, "Print a JSON summary");
   cmd->callback([&g] {
     if (!pipeline.empty() && !preset.empty()) throw CliError("give --preset or --pipeline, not both");
@@ -272,6 +278,8 @@ void register_compress_command(CLI::App& app, GlobalOptions& g) {
           throw CliError("--opt expects TRANSFORM.KEY=VALUE, got '" + o + "'");
         if (o.substr(0, dot) == s.name) kv.emplace_back(o.substr(dot + 1, eq - dot - 1), o.substr(eq + 1));
       }
+      if (!sparse_format.empty() && (s.name == "prune" || s.name == "distill") && !has_option(s, "block"))
+        kv.emplace_back("block", sparse_format);
       if (s.name == "distill") {
         kv.emplace_back("images", train_images);
         if (!train_labels.empty()) kv.emplace_back("labels", train_labels);

@@ -10,7 +10,10 @@
 //   mean=0.2860 std=0.3530 raw_shape=1x28x28 (raw float32 images)  epochs=1 batch=64
 //   lr=0.001 lr_end=<lr> (cosine decay) temperature=4 ce_weight=0.5 limit=N (first N images)
 //   sparsity=S prune_every=50 prune_end=0.7 (gradual magnitude pruning while training)
+//   block=csr|1x4|4x1|1x8|auto block_tolerance=1.5 block@<tensor>= (what that pruning
+//   zeroes together, as prune's option of the same name)
 //   eval_images=IDX eval_labels=IDX (accuracy before/after)  plugin_path=DIR  progress=0|1
+#include "../compress_common/block_prune.h"
 #include "../compress_common/encode.h"
 #include "../compress_common/evaluate.h"
 #include "../compress_common/ir_util.h"
@@ -212,7 +215,50 @@ void distill(TransformContext& ctx) {
   const double s0 = prunable_total ? double(zeros0) / double(prunable_total) : 0;
   const int64_t total_steps = int64_t(epochs) * ((data.count + batch - 1) / batch);
   const int64_t t_end = std::max<int64_t>(1, int64_t(prune_end * double(total_steps)));
+  // Block shape of each prunable weight (block=, as prune's): chosen once, before
+  // training, from the weights as they come in.
+  const std::string block = o.get_string("block", "csr");
+  const double tolerance = o.get_double("block_tolerance", kDefaultBlockTolerance);
+  if (tolerance < 1) throw std::runtime_error("distill: block_tolerance must be >= 1");
+  if (block != "auto") parse_block_shape(block, "distill: block");
+  std::vector<BlockPruneItem> block_items;
+  bool blocked = false;
+  {
+    const std::vector<WeightRef> refs = weight_tensors(m);
+    for (size_t i : prunable) {
+      const int t = states[i].tensor;
+      const WeightRef* ref = nullptr;
+      for (const WeightRef& r : refs)
+        if (r.tensor == t) ref = &r;
+      Value& w = tg.param(t);
+      BlockPruneItem it;
+      it.data = w.data.data();
+      it.free = states[i].free.data();
+      if (ref) {
+        it.view = matrix_view(*ref, m.graph.tensors[size_t(t)].static_shape());
+        const std::string b = o.get_string("block@" + ref->name, block);
+        it.shape = b == "auto" ? choose_block_shape(it.data, it.view, kernel_kind(m, *ref), target_sparsity,
+                                                    tolerance, nullptr)
+                               : parse_block_shape(b, "distill: block@" + ref->name);
+        if (!block_fits(it.shape, it.view)) it.shape = {1, 1};
+      } else {  // not a matrix the kernels see: unstructured over its elements
+        it.view.rows = 1;
+        it.view.cols = int64_t(w.data.size());
+      }
+      if (it.view.rows * it.view.cols != int64_t(w.data.size())) {
+        it.view.rows = 1;
+        it.view.cols = int64_t(w.data.size());
+        it.shape = {1, 1};
+      }
+      blocked = blocked || it.shape != BlockShape{1, 1};
+      block_items.push_back(it);
+    }
+  }
   auto prune_to = [&](double sparsity) {
+    if (blocked) {  // whole blocks, one ranking over every prunable weight
+      prune_blocks_group(block_items, sparsity);
+      return;
+    }
     const int64_t k = int64_t(std::llround(sparsity * double(prunable_total)));
     std::vector<float> mags;
     mags.reserve(size_t(prunable_total));
@@ -335,6 +381,14 @@ void distill(TransformContext& ctx) {
                 epochs, (long long)batch, double(lr), double(lr_end), target_sparsity, double(T), double(ce_weight), (long long)data.count,
                 labels.empty() ? "false" : "true", (unsigned long long)ctx.seed);
   ctx.parameters = line;
+  if (blocked || block != "csr") {  // the shapes pruning used, as prune records them
+    ctx.parameters.pop_back();
+    ctx.parameters += ",\"block\":\"" + json_escape(block) + "\"";
+    for (size_t j = 0; j < prunable.size(); ++j)
+      ctx.parameters += ",\"block@" + json_escape(m.graph.tensors[size_t(states[prunable[j]].tensor)].name) +
+                        "\":\"" + block_items[j].shape.str() + "\"";
+    ctx.parameters += "}";
+  }
 }
 
 }  // namespace

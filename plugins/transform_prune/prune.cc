@@ -1,12 +1,18 @@
-// prune: unstructured (synapse) pruning to a target sparsity, globally (one magnitude
-// threshold over every weight matrix) or per layer, by magnitude |w|. Weights already
-// zero stay zero, so repeated calls (gradual pruning between fine-tuning steps) only
-// grow the mask. The result is stored dense or CSR, whichever is smaller.
+// prune: synapse pruning to a target sparsity, globally (one magnitude threshold over
+// every weight matrix) or per layer, by magnitude |w|, unstructured or in blocks of the
+// shapes cpu_sparse runs faster (block_prune.h). Weights already zero stay zero, so
+// repeated calls (gradual pruning between fine-tuning steps) only grow the mask. The
+// result is stored dense, CSR or BSR, whichever is smallest.
 //
 // Options: sparsity=0.9  scope=global|layer  sparsity@<tensor>=0.95 (per-tensor target,
 //          such tensors are left out of the global threshold)  min_size=<elements>
 //          (smaller weight tensors are not pruned; default 0)  min_cols=<fan-in> (weights
 //          whose neurons sum over fewer inputs are not pruned; default 0)
+//          block=csr|1x4|4x1|1x8|auto (R outputs x C inputs zeroed together, by the mean
+//          square of the block; auto: per layer, the shape cpu_sparse's cost model predicts
+//          fastest among those that remove at most block_tolerance (1.5) times the squared
+//          magnitude unstructured pruning removes)  block@<tensor>=... per tensor
+#include "../compress_common/block_prune.h"
 #include "../compress_common/encode.h"
 #include "../compress_common/ir_util.h"
 #include "../compress_common/transform_plugin.h"
@@ -92,17 +98,68 @@ void prune(TransformContext& ctx) {
   for (auto& w : ws) before.push_back(zero_fraction(w));
   auto fan_in = [&](size_t i) { return ws[i].elements() / std::max<int64_t>(1, ws[i].shape()[size_t(uniq[i].out_axis)]); };
   auto skipped = [&](size_t i) { return ws[i].elements() < min_size || fan_in(i) < min_cols; };
+  // Block shape per tensor (1x1 = unstructured).
+  const std::string block = ctx.options.get_string("block", "csr");
+  const double tolerance = ctx.options.get_double("block_tolerance", kDefaultBlockTolerance);
+  if (tolerance < 1) throw std::runtime_error("prune: block_tolerance must be >= 1");
+  if (block != "auto") parse_block_shape(block, "prune: block");
+  for (const auto& kv : ctx.options.all())
+    if (kv.first.rfind("block@", 0) == 0) {
+      bool known = false;
+      for (auto& r : uniq) known = known || kv.first == "block@" + r.name;
+      if (!known) throw std::runtime_error("prune: no weight tensor named '" + kv.first.substr(6) + "'");
+    }
+  std::vector<BlockShape> shapes(ws.size());
+  std::vector<MatrixView> views(ws.size());
+  std::vector<std::string> why(ws.size());
+  bool blocked = false;
+  for (size_t i = 0; i < ws.size(); ++i) {
+    views[i] = matrix_view(uniq[i], ws[i].shape());
+    const std::string b = ctx.options.get_string("block@" + uniq[i].name, block);
+    if (skipped(i)) continue;
+    if (b == "auto") {
+      shapes[i] = choose_block_shape(ws[i].data<float>(), views[i], kernel_kind(m, uniq[i]), target[i],
+                                     tolerance, &why[i]);
+    } else {
+      shapes[i] = parse_block_shape(b, "prune: block@" + uniq[i].name);
+      if (!block_fits(shapes[i], views[i])) {
+        why[i] = shapes[i].str() + " does not tile " + std::to_string(views[i].rows) + "x" +
+                 std::to_string(views[i].cols) + ": unstructured";
+        shapes[i] = {1, 1};
+      }
+    }
+    blocked = blocked || shapes[i] != BlockShape{1, 1};
+  }
+  auto item = [&](size_t i) {
+    BlockPruneItem it;
+    it.data = ws[i].data<float>();
+    it.view = views[i];
+    it.shape = shapes[i];
+    return it;
+  };
   std::vector<Tensor*> global;
+  std::vector<BlockPruneItem> global_items;
   for (size_t i = 0; i < ws.size(); ++i) {
     if (skipped(i)) continue;
     if (scope == "layer" || own_target[i]) {
-      std::vector<Tensor*> one{&ws[i]};
-      prune_group(one, target[i]);
+      if (blocked) {
+        std::vector<BlockPruneItem> one{item(i)};
+        prune_blocks_group(one, target[i]);
+      } else {
+        std::vector<Tensor*> one{&ws[i]};
+        prune_group(one, target[i]);
+      }
     } else {
       global.push_back(&ws[i]);
+      global_items.push_back(item(i));
     }
   }
-  prune_group(global, sparsity);
+  // Unstructured everywhere keeps the plain magnitude path (ties cut in order, exactly
+  // `sparsity` of the weights); with blocks the group is cut by whole blocks.
+  if (blocked)
+    prune_blocks_group(global_items, sparsity);
+  else
+    prune_group(global, sparsity);
 
   char line[256];
   ctx.report << "prune (" << scope << ", magnitude, target " << sparsity << "):\n";
@@ -114,18 +171,23 @@ void prune(TransformContext& ctx) {
     double z = zero_fraction(ws[i]);
     total += ws[i].elements();
     zeros += int64_t(std::llround(z * double(ws[i].elements())));
-    std::snprintf(line, sizeof line, "  %-24s %9lld params  sparsity %5.1f%% -> %5.1f%%  %-7s  %llu -> %llu bytes\n",
+    std::snprintf(line, sizeof line, "  %-24s %9lld params  sparsity %5.1f%% -> %5.1f%%  block %s  %-7s  %llu -> %llu bytes\n",
                   uniq[i].name.c_str(), (long long)ws[i].elements(), 100 * before[i], 100 * z,
-                  layout_name(stored).c_str(), (unsigned long long)old_bytes,
+                  shapes[i].str().c_str(), layout_name(stored).c_str(), (unsigned long long)old_bytes,
                   (unsigned long long)stored_bytes(m, uniq[i].tensor));
     ctx.report << line;
+    if (!why[i].empty()) ctx.report << "    " << why[i] << "\n";
   }
   std::snprintf(line, sizeof line, "  total sparsity %.2f%% of %lld weights\n", total ? 100.0 * zeros / total : 0.0,
                 (long long)total);
   ctx.report << line;
   std::string params = "{\"sparsity\":" + std::to_string(sparsity) + ",\"scope\":\"" + scope +
                        "\",\"criterion\":\"magnitude\",\"min_size\":" + std::to_string(min_size) +
-                       ",\"min_cols\":" + std::to_string(min_cols);
+                       ",\"min_cols\":" + std::to_string(min_cols) + ",\"block\":\"" + json_escape(block) + "\"";
+  if (block == "auto") params += ",\"block_tolerance\":" + std::to_string(tolerance);
+  for (size_t i = 0; i < uniq.size(); ++i)
+    if (!skipped(i) && (blocked || block != "csr"))
+      params += ",\"block@" + json_escape(uniq[i].name) + "\":\"" + shapes[i].str() + "\"";
   for (size_t i = 0; i < uniq.size(); ++i)
     if (own_target[i]) params += ",\"sparsity@" + json_escape(uniq[i].name) + "\":" + std::to_string(target[i]);
   ctx.parameters = params + "}";
@@ -135,5 +197,5 @@ void prune(TransformContext& ctx) {
 }  // namespace compress
 }  // namespace minnow
 
-MINNOW_DEFINE_TRANSFORM("prune", "0.1.0", "magnitude pruning of weight matrices (global or per layer), stored CSR when smaller",
+MINNOW_DEFINE_TRANSFORM("prune", "0.1.0", "magnitude pruning of weight matrices (global or per layer, unstructured or in blocks), stored CSR / BSR when smaller",
                         minnow::compress::prune)

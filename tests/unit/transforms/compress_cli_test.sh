@@ -43,6 +43,18 @@ ref=$("$MINNOW" run "$WORK/in.onnx" --input "$3" --top-k 1 2>/dev/null | grep -o
 got=$("$MINNOW" run "$WORK/out/c.minnow" --input "$3" --top-k 1 2>/dev/null | grep -o 'argmax [0-9]*' | head -1 || true)
 [ -n "$ref" ] && [ "$ref" = "$got" ] || fail "top-1 of test image 0: original '$ref', compressed '$got'"
 
+# 3b. --sparse-format reaches the prune step: its log record names the block shape of
+#     every pruned weight, and a shape the kernels do not run is refused by the CLI.
+"$MINNOW" compress "$WORK/in.onnx" -o "$WORK/out/b.minnow" --pipeline "fuse,prune:sparsity=0.8" \
+  --sparse-format 4x1 >/dev/null || fail "--sparse-format 4x1 failed"
+"$MINNOW" inspect "$WORK/out/b.minnow" | grep "^compression: prune " | grep -q '"block":"4x1"' ||
+  fail "prune's log record does not show block 4x1"
+if "$MINNOW" compress "$WORK/in.onnx" -o "$WORK/out/bad.minnow" --pipeline "prune:sparsity=0.8" \
+  --sparse-format 3x3 2>/dev/null; then
+  fail "--sparse-format 3x3 accepted"
+fi
+rm -f "$WORK/out/b.minnow"
+
 # 4. A bad pipeline: clear error naming the step, non-zero exit, no output written, and an
 #    existing output file left as it was.
 for bad in "fuse,nosuchstep" "prune:sparsity=2" "quantize:bits=1"; do
