@@ -443,10 +443,13 @@ HWY_NOINLINE void RowsPanels4(const SparseMatrix& w, const RowsArgs& a, int64_t 
       const float* v = vals + static_cast<int64_t>(pp[p]) * P * 4;
       const uint16_t* c = cols + static_cast<int64_t>(pp[p]) * P;
       for (int32_t t = pp[p]; t < pp[p + 1]; ++t, v += P * 4, c += P) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(v), _mm256_loadu2_m128(xr + c[1], xr + c[0]), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(v + 8), _mm256_loadu2_m128(xr + c[3], xr + c[2]), s1);
-        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(v + 16), _mm256_loadu2_m128(xr + c[5], xr + c[4]), s2);
-        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(v + 24), _mm256_loadu2_m128(xr + c[7], xr + c[6]), s3);
+        uint64_t c03, c47;  // the eight columns in two loads, as GatherCols
+        std::memcpy(&c03, c, 8);
+        std::memcpy(&c47, c + 4, 8);
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(v), _mm256_loadu2_m128(xr + ((c03 >> 16) & 0xffff), xr + (c03 & 0xffff)), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(v + 8), _mm256_loadu2_m128(xr + (c03 >> 48), xr + ((c03 >> 32) & 0xffff)), s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(v + 16), _mm256_loadu2_m128(xr + ((c47 >> 16) & 0xffff), xr + (c47 & 0xffff)), s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(v + 24), _mm256_loadu2_m128(xr + (c47 >> 48), xr + ((c47 >> 32) & 0xffff)), s3);
       }
       const __m256 q = _mm256_hadd_ps(_mm256_hadd_ps(s0, s1), _mm256_hadd_ps(s2, s3));
       HWY_ALIGN float lanes[P];
