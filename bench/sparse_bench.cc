@@ -273,7 +273,7 @@ void bench_model(const std::shared_ptr<Engine>& engine, const std::string& path,
     std::printf("  sparse:\n");
     print_profile(*sparse);
   }
-  std::printf("| %s%s | %.4f ms | %.4f ms | %.2fx | %s |\n", label, pick ? ", 90%% pruned" : "", dense_ms,
+  std::printf("| %s%s | %.4f ms | %.4f ms | %.2fx | %s |\n", label, pick ? ", 90% pruned" : "", dense_ms,
               sparse_ms, dense_ms / sparse_ms, kernels.c_str());
 }
 
