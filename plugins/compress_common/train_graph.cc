@@ -61,6 +61,15 @@ std::vector<int64_t> attr_ints(const ir::Node& n, const char* name, std::vector<
   return a ? a->ints : def;
 }
 
+enum class Act { kRelu, kLeakyRelu, kClip, kSigmoid, kTanh };
+Act act_of(const std::string& op) {
+  if (op == "Relu") return Act::kRelu;
+  if (op == "LeakyRelu") return Act::kLeakyRelu;
+  if (op == "Clip") return Act::kClip;
+  if (op == "Sigmoid") return Act::kSigmoid;
+  return Act::kTanh;
+}
+
 // Numpy broadcasting: offset of output element `o` in an input of shape `in`.
 struct Broadcast {
   Dims out;
@@ -118,7 +127,17 @@ ConvGeom conv_geom(const ir::Node& n, const Dims& x, const Dims& w) {
   return g;
 }
 
-// col[(c*kh + i)*kw + j, oy*OW + ox] for channels [c0, c0 + cg) of one image.
+// Output columns [*ox0, *ox1) of tap column j read inside the input (ix in [0, W)).
+void valid_ox(const ConvGeom& g, int64_t j, int64_t* ox0, int64_t* ox1) {
+  const int64_t off = j * g.dw - g.pl;  // ix = ox * sw + off
+  int64_t lo = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw;
+  int64_t hi = g.W - off <= 0 ? 0 : (g.W - off - 1) / g.sw + 1;
+  *ox0 = std::min(lo, g.OW);
+  *ox1 = std::max(*ox0, std::min(hi, g.OW));
+}
+
+// col[(c*kh + i)*kw + j, oy*OW + ox] for channels [c0, c0 + cg) of one image. The valid
+// column range of each tap is computed once, so the copy has no per-element bounds test.
 void im2col(const ConvGeom& g, const float* x, int64_t c0, int64_t cg, float* col) {
   const int64_t ohw = g.OH * g.OW;
   for (int64_t c = 0; c < cg; ++c)
@@ -126,14 +145,37 @@ void im2col(const ConvGeom& g, const float* x, int64_t c0, int64_t cg, float* co
       for (int64_t j = 0; j < g.kw; ++j) {
         float* row = col + ((c * g.kh + i) * g.kw + j) * ohw;
         const float* xc = x + (c0 + c) * g.H * g.W;
+        int64_t ox0, ox1;
+        valid_ox(g, j, &ox0, &ox1);
+        const int64_t off = j * g.dw - g.pl;
         for (int64_t oy = 0; oy < g.OH; ++oy) {
-          int64_t iy = oy * g.sh - g.pt + i * g.dh;
-          for (int64_t ox = 0; ox < g.OW; ++ox) {
-            int64_t ix = ox * g.sw - g.pl + j * g.dw;
-            row[oy * g.OW + ox] = (iy >= 0 && iy < g.H && ix >= 0 && ix < g.W) ? xc[iy * g.W + ix] : 0.f;
+          const int64_t iy = oy * g.sh - g.pt + i * g.dh;
+          float* r = row + oy * g.OW;
+          if (iy < 0 || iy >= g.H) {
+            std::fill(r, r + g.OW, 0.f);
+            continue;
           }
+          const float* xr = xc + iy * g.W + off;
+          std::fill(r, r + ox0, 0.f);
+          if (g.sw == 1)
+            std::copy(xr + ox0, xr + ox1, r + ox0);
+          else
+            for (int64_t ox = ox0; ox < ox1; ++ox) r[ox] = xr[ox * g.sw];
+          std::fill(r + ox1, r + g.OW, 0.f);
         }
       }
+}
+
+// Sum of a[j] * b[j]: eight partial sums, so the compiler vectorises it (a single float
+// accumulator is a serial chain it may not reorder).
+float dot(const float* a, const float* b, int64_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int l = 0; l < 8; ++l) acc[l] += a[j + l] * b[j + l];
+  float s = 0;
+  for (; j < n; ++j) s += a[j] * b[j];
+  return s + ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
 void col2im(const ConvGeom& g, const float* col, int64_t c0, int64_t cg, float* dx) {
@@ -345,14 +387,18 @@ void TrainGraph::forward_node(const ir::Node& n) {
       if (n.inputs.size() > 1 && n.inputs[1] >= 0) lo = in(1).data.at(0);
       if (n.inputs.size() > 2 && n.inputs[2] >= 0) hi = in(2).data.at(0);
     }
-    for (size_t k = 0; k < X.data.size(); ++k) {
-      float v = X.data[k];
-      if (op == "Relu") v = v > 0 ? v : 0;
-      else if (op == "LeakyRelu") v = v > 0 ? v : alpha * v;
-      else if (op == "Clip") v = std::min(hi, std::max(lo, v));
-      else if (op == "Sigmoid") v = 1.f / (1.f + std::exp(-v));
-      else v = std::tanh(v);
-      y.data[k] = v;
+    // The op is decided once, not per element (a string compare per element was a third
+    // of mobilenet's training time).
+    const Act act = act_of(op);
+    const float* xv = X.data.data();
+    float* yv = y.data.data();
+    const size_t count = X.data.size();
+    switch (act) {
+      case Act::kRelu: for (size_t k = 0; k < count; ++k) yv[k] = xv[k] > 0 ? xv[k] : 0.f; break;
+      case Act::kLeakyRelu: for (size_t k = 0; k < count; ++k) yv[k] = xv[k] > 0 ? xv[k] : alpha * xv[k]; break;
+      case Act::kClip: for (size_t k = 0; k < count; ++k) yv[k] = std::min(hi, std::max(lo, xv[k])); break;
+      case Act::kSigmoid: for (size_t k = 0; k < count; ++k) yv[k] = 1.f / (1.f + std::exp(-xv[k])); break;
+      case Act::kTanh: for (size_t k = 0; k < count; ++k) yv[k] = std::tanh(xv[k]); break;
     }
   } else if (op == "MaxPool" || op == "AveragePool") {
     const Value& X = in(0);
@@ -390,12 +436,19 @@ void TrainGraph::forward_node(const ir::Node& n) {
     }
   } else if (op == "Add" || op == "Mul") {
     const Value &A = in(0), &B = in(1);
-    Broadcast b({A.shape, B.shape});
-    y.shape = b.out;
-    y.data.resize(size_t(b.total()));
-    for (int64_t o = 0; o < b.total(); ++o) {
-      float a = A.data[size_t(b.offset(o, 0))], c = B.data[size_t(b.offset(o, 1))];
-      y.data[size_t(o)] = op == "Add" ? a + c : a * c;
+    const bool add = op == "Add";
+    if (A.shape == B.shape) {  // the residual Add: no broadcasting, no index arithmetic
+      y.shape = A.shape;
+      y.data.resize(A.data.size());
+      for (size_t o = 0; o < y.data.size(); ++o) y.data[o] = add ? A.data[o] + B.data[o] : A.data[o] * B.data[o];
+    } else {
+      Broadcast b({A.shape, B.shape});
+      y.shape = b.out;
+      y.data.resize(size_t(b.total()));
+      for (int64_t o = 0; o < b.total(); ++o) {
+        float a = A.data[size_t(b.offset(o, 0))], c = B.data[size_t(b.offset(o, 1))];
+        y.data[size_t(o)] = add ? a + c : a * c;
+      }
     }
   } else if (op == "BatchNormalization") {
     const Value& X = in(0);
@@ -404,10 +457,13 @@ void TrainGraph::forward_node(const ir::Node& n) {
     int64_t C = X.shape[1], inner = X.size() / (X.shape[0] * C);
     y.shape = X.shape;
     y.data.resize(X.data.size());
-    for (int64_t k = 0; k < X.size(); ++k) {
-      int64_t c = (k / inner) % C;
-      float sc = s.data[size_t(c)] / std::sqrt(var.data[size_t(c)] + eps);
-      y.data[size_t(k)] = (X.data[size_t(k)] - mean.data[size_t(c)]) * sc + bb.data[size_t(c)];
+    for (int64_t nc = 0; nc < X.size() / inner; ++nc) {  // per channel plane: one scale
+      const int64_t c = nc % C;
+      const float sc = s.data[size_t(c)] / std::sqrt(var.data[size_t(c)] + eps), mu = mean.data[size_t(c)],
+                  beta = bb.data[size_t(c)];
+      const float* xp = X.data.data() + nc * inner;
+      float* yp = y.data.data() + nc * inner;
+      for (int64_t k = 0; k < inner; ++k) yp[k] = (xp[k] - mu) * sc + beta;
     }
   } else if (op == "Flatten" || op == "Reshape" || op == "Identity" || op == "Dropout") {
     const Value& X = in(0);
@@ -542,13 +598,8 @@ void TrainGraph::backward_node(const ir::Node& n) {
         if (ww) {
           im2col(g, X.data.data() + b * g.C * g.H * g.W, gr * cg, cg, col.data());
           for (int64_t o = 0; o < og; ++o)
-            for (int64_t k = 0; k < kk; ++k) {
-              const float* c = col.data() + k * ohw;
-              const float* dr = d + o * ohw;
-              float s = 0;
-              for (int64_t j = 0; j < ohw; ++j) s += dr[j] * c[j];
-              dw[size_t((gr * og + o) * kk + k)] += s;
-            }
+            for (int64_t k = 0; k < kk; ++k)
+              dw[size_t((gr * og + o) * kk + k)] += dot(d + o * ohw, col.data() + k * ohw, ohw);
         }
         if (wx) {
           std::fill(dcol.begin(), dcol.end(), 0.f);
@@ -586,14 +637,16 @@ void TrainGraph::backward_node(const ir::Node& n) {
       if (n.inputs.size() > 1 && n.inputs[1] >= 0) lo = in(1).data.at(0);
       if (n.inputs.size() > 2 && n.inputs[2] >= 0) hi = in(2).data.at(0);
     }
-    for (size_t k = 0; k < dy.size(); ++k) {
-      float x = X.data[k], y = Y.data[k], d;
-      if (op == "Relu") d = x > 0 ? 1.f : 0.f;
-      else if (op == "LeakyRelu") d = x > 0 ? 1.f : alpha;
-      else if (op == "Clip") d = (x > lo && x < hi) ? 1.f : 0.f;
-      else if (op == "Sigmoid") d = y * (1 - y);
-      else d = 1 - y * y;
-      g.data[k] += d * dy[k];
+    const Act act = act_of(op);
+    const float *xv = X.data.data(), *yv = Y.data.data(), *dv = dy.data();
+    float* gv = g.data.data();
+    const size_t count = dy.size();
+    switch (act) {
+      case Act::kRelu: for (size_t k = 0; k < count; ++k) gv[k] += xv[k] > 0 ? dv[k] : 0.f; break;
+      case Act::kLeakyRelu: for (size_t k = 0; k < count; ++k) gv[k] += (xv[k] > 0 ? 1.f : alpha) * dv[k]; break;
+      case Act::kClip: for (size_t k = 0; k < count; ++k) gv[k] += (xv[k] > lo && xv[k] < hi) ? dv[k] : 0.f; break;
+      case Act::kSigmoid: for (size_t k = 0; k < count; ++k) gv[k] += yv[k] * (1 - yv[k]) * dv[k]; break;
+      case Act::kTanh: for (size_t k = 0; k < count; ++k) gv[k] += (1 - yv[k] * yv[k]) * dv[k]; break;
     }
   } else if (op == "MaxPool" || op == "AveragePool") {
     if (!wants(0)) return;
@@ -633,13 +686,18 @@ void TrainGraph::backward_node(const ir::Node& n) {
       for (int64_t j = 0; j < hw; ++j) g.data[size_t(c * hw + j)] += dy[size_t(c)] / float(hw);
   } else if (op == "Add" || op == "Mul") {
     const Value &A = in(0), &B = in(1);
+    const bool add = op == "Add", same = A.shape == B.shape;
     Broadcast b({A.shape, B.shape});
     for (size_t k = 0; k < 2; ++k) {
       if (!wants(k)) continue;
       Value& g = gin(k);
       const Value& other = k == 0 ? B : A;
+      if (same) {
+        for (size_t o = 0; o < dy.size(); ++o) g.data[o] += add ? dy[o] : other.data[o] * dy[o];
+        continue;
+      }
       for (int64_t o = 0; o < b.total(); ++o) {
-        float f = op == "Add" ? 1.f : other.data[size_t(b.offset(o, 1 - k))];
+        float f = add ? 1.f : other.data[size_t(b.offset(o, 1 - k))];
         g.data[size_t(b.offset(o, k))] += f * dy[size_t(o)];
       }
     }
@@ -650,9 +708,10 @@ void TrainGraph::backward_node(const ir::Node& n) {
     float eps = attr_f(n, "epsilon", 1e-5f);
     int64_t C = X.shape[1], inner = X.size() / (X.shape[0] * C);
     Value& g = gin(0);
-    for (int64_t k = 0; k < X.size(); ++k) {
-      int64_t c = (k / inner) % C;
-      g.data[size_t(k)] += dy[size_t(k)] * s.data[size_t(c)] / std::sqrt(var.data[size_t(c)] + eps);
+    for (int64_t nc = 0; nc < X.size() / inner; ++nc) {
+      const int64_t c = nc % C;
+      const float sc = s.data[size_t(c)] / std::sqrt(var.data[size_t(c)] + eps);
+      for (int64_t k = nc * inner; k < (nc + 1) * inner; ++k) g.data[size_t(k)] += dy[size_t(k)] * sc;
     }
   } else if (op == "Flatten" || op == "Reshape" || op == "Identity" || op == "Dropout") {
     if (!wants(0)) return;

@@ -45,14 +45,13 @@ ModelBuilder net() {
   return b;
 }
 
-}  // namespace
-
-TEST_CASE("training graph: forward equals the engine, gradients equal finite differences") {
-  ModelBuilder b = net();
+// Forward against the engine, then every parameter's gradient against central
+// differences of loss = sum(r * y); `params` trainable tensors expected.
+void check_net(ModelBuilder b, const Shape& xshape, size_t params) {
   ir::ModelIR m = b.ir();
   TrainGraph tg(m);
-  const int64_t n = 3;
-  Tensor x = test::random_tensor({n, 2, 9, 8}, 42);
+  const int64_t n = xshape[0];
+  Tensor x = test::random_tensor(xshape, 42);
   std::vector<float> xv(x.data<float>(), x.data<float>() + x.elements());
   const Value& y = tg.forward(xv, n);
   REQUIRE(y.shape == std::vector<int64_t>{n, 5});
@@ -68,7 +67,6 @@ TEST_CASE("training graph: forward equals the engine, gradients equal finite dif
   REQUIRE_MESSAGE(out.is_ok(), out.status().message());
   for (int64_t k = 0; k < y.size(); ++k) CHECK(y.data[size_t(k)] == doctest::Approx(out.value()[0].data<float>()[k]).epsilon(1e-4));
 
-  // loss = sum(r * y)
   Tensor r = test::random_tensor({n, 5}, 77);
   std::vector<float> rv(r.data<float>(), r.data<float>() + r.elements());
   auto loss = [&]() {
@@ -79,7 +77,7 @@ TEST_CASE("training graph: forward equals the engine, gradients equal finite dif
   };
   loss();
   tg.backward(rv);
-  REQUIRE(tg.params().size() == 5);  // w1 b1 w2 wf bf
+  REQUIRE(tg.params().size() == params);
   for (int p : tg.params()) {
     std::vector<float> g = tg.param_grad(p).data;
     Value& w = tg.param(p);
@@ -99,6 +97,38 @@ TEST_CASE("training graph: forward equals the engine, gradients equal finite dif
     INFO("parameter " << m.graph.tensors[size_t(p)].name);
     CHECK(worst / scale < 2e-2);
   }
+}
+
+// A residual block: same-shape Add and Mul (no broadcasting), Relu, Sigmoid, Tanh.
+ModelBuilder residual_net() {
+  ModelBuilder b("residual");
+  b.add_input("x", DataType::kFloat32, std::vector<ir::Dim>{{-1, "N"}, {3, ""}, {5, ""}, {6, ""}});
+  b.add_constant("w1", test::random_tensor({4, 3, 1, 1}, 11, -0.5f, 0.5f));
+  b.add_constant("w2", test::random_tensor({4, 4, 3, 3}, 12, -0.3f, 0.3f));
+  b.add_constant("b2", test::random_tensor({4}, 13));
+  b.add_constant("wf", test::random_tensor({5, 4 * 5 * 6}, 14, -0.2f, 0.2f));
+  b.add_node("Conv", {"x", "w1"}, {"c1"}, {Attr::Ints("kernel_shape", {1, 1})});
+  b.add_node("Relu", {"c1"}, {"r1"});
+  b.add_node("Conv", {"r1", "w2", "b2"}, {"c2"}, {Attr::Ints("kernel_shape", {3, 3}), Attr::Ints("pads", {1, 1, 1, 1})});
+  b.add_node("Add", {"c2", "r1"}, {"sum"});
+  b.add_node("Sigmoid", {"sum"}, {"gate"});
+  b.add_node("Mul", {"sum", "gate"}, {"prod"});
+  b.add_node("Tanh", {"prod"}, {"t"});
+  b.add_node("Flatten", {"t"}, {"f"});
+  b.add_node("Gemm", {"f", "wf"}, {"fc"}, {Attr::Int("transB", 1)});
+  b.add_node("Softmax", {"fc"}, {"y"}, {Attr::Int("axis", -1)});
+  b.add_output("y");
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("training graph: forward equals the engine, gradients equal finite differences") {
+  check_net(net(), {3, 2, 9, 8}, 5);  // w1 b1 w2 wf bf
+}
+
+TEST_CASE("training graph: residual Add, Mul, Sigmoid, Tanh without broadcasting") {
+  check_net(residual_net(), {2, 3, 5, 6}, 4);  // w1 w2 b2 wf
 }
 
 TEST_CASE("training graph refuses ops it cannot differentiate, naming the node") {
