@@ -185,13 +185,18 @@ void col2im(const ConvGeom& g, const float* col, int64_t c0, int64_t cg, float* 
       for (int64_t j = 0; j < g.kw; ++j) {
         const float* row = col + ((c * g.kh + i) * g.kw + j) * ohw;
         float* xc = dx + (c0 + c) * g.H * g.W;
+        int64_t ox0, ox1;
+        valid_ox(g, j, &ox0, &ox1);
+        const int64_t off = j * g.dw - g.pl;
         for (int64_t oy = 0; oy < g.OH; ++oy) {
           int64_t iy = oy * g.sh - g.pt + i * g.dh;
           if (iy < 0 || iy >= g.H) continue;
-          for (int64_t ox = 0; ox < g.OW; ++ox) {
-            int64_t ix = ox * g.sw - g.pl + j * g.dw;
-            if (ix >= 0 && ix < g.W) xc[iy * g.W + ix] += row[oy * g.OW + ox];
-          }
+          float* xr = xc + iy * g.W + off;
+          const float* r = row + oy * g.OW;
+          if (g.sw == 1)
+            for (int64_t ox = ox0; ox < ox1; ++ox) xr[ox] += r[ox];
+          else
+            for (int64_t ox = ox0; ox < ox1; ++ox) xr[ox * g.sw] += r[ox];
         }
       }
 }
