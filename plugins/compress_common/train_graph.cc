@@ -1,9 +1,14 @@
 #include "train_graph.h"
+#include "train_math.h"
 
 #include <minnow/model.h>
 
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -30,18 +35,106 @@ void parallel_rows(int64_t n, Fn&& fn) {
   tbb::parallel_for(int64_t(0), n, fn);
 }
 
-// C[M,N] (+)= A[M,K] * B[K,N], all row-major. Rows of C in parallel; the inner loop runs
-// over contiguous memory so the compiler vectorises it.
+}  // namespace
+
+namespace {
+
+// C[4, W] (+)= A[4, K] B[K, W] for W = 8 (SSE2, every x86-64) or 16 (AVX2 + FMA, chosen at
+// run time): the sums stay in registers over the whole K loop, so C is stored once instead
+// of once per k. Other CPUs take the plain loop in matmul().
+#if defined(__x86_64__)
+constexpr bool kHaveTiles = true;
+
+void tile_4x8_sse2(const float* A, int64_t lda, const float* B, float* C, int64_t K, int64_t N, bool acc) {
+  __m128 s00 = _mm_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
+  for (int64_t k = 0; k < K; ++k) {
+    const __m128 b0 = _mm_loadu_ps(B + k * N), b1 = _mm_loadu_ps(B + k * N + 4);
+    const __m128 a0 = _mm_set1_ps(A[k]), a1 = _mm_set1_ps(A[lda + k]), a2 = _mm_set1_ps(A[2 * lda + k]),
+                 a3 = _mm_set1_ps(A[3 * lda + k]);
+    s00 = _mm_add_ps(s00, _mm_mul_ps(a0, b0)); s01 = _mm_add_ps(s01, _mm_mul_ps(a0, b1));
+    s10 = _mm_add_ps(s10, _mm_mul_ps(a1, b0)); s11 = _mm_add_ps(s11, _mm_mul_ps(a1, b1));
+    s20 = _mm_add_ps(s20, _mm_mul_ps(a2, b0)); s21 = _mm_add_ps(s21, _mm_mul_ps(a2, b1));
+    s30 = _mm_add_ps(s30, _mm_mul_ps(a3, b0)); s31 = _mm_add_ps(s31, _mm_mul_ps(a3, b1));
+  }
+  auto put = [&](float* c, __m128 lo, __m128 hi) {
+    if (acc) { lo = _mm_add_ps(lo, _mm_loadu_ps(c)); hi = _mm_add_ps(hi, _mm_loadu_ps(c + 4)); }
+    _mm_storeu_ps(c, lo);
+    _mm_storeu_ps(c + 4, hi);
+  };
+  put(C, s00, s01);
+  put(C + N, s10, s11);
+  put(C + 2 * N, s20, s21);
+  put(C + 3 * N, s30, s31);
+}
+
+__attribute__((target("avx2,fma")))
+void tile_4x16_avx2(const float* A, int64_t lda, const float* B, float* C, int64_t K, int64_t N, bool acc) {
+  __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
+  for (int64_t k = 0; k < K; ++k) {
+    const __m256 b0 = _mm256_loadu_ps(B + k * N), b1 = _mm256_loadu_ps(B + k * N + 8);
+    const __m256 a0 = _mm256_broadcast_ss(A + k), a1 = _mm256_broadcast_ss(A + lda + k),
+                 a2 = _mm256_broadcast_ss(A + 2 * lda + k), a3 = _mm256_broadcast_ss(A + 3 * lda + k);
+    s00 = _mm256_fmadd_ps(a0, b0, s00); s01 = _mm256_fmadd_ps(a0, b1, s01);
+    s10 = _mm256_fmadd_ps(a1, b0, s10); s11 = _mm256_fmadd_ps(a1, b1, s11);
+    s20 = _mm256_fmadd_ps(a2, b0, s20); s21 = _mm256_fmadd_ps(a2, b1, s21);
+    s30 = _mm256_fmadd_ps(a3, b0, s30); s31 = _mm256_fmadd_ps(a3, b1, s31);
+  }
+  // (no lambda here: it would not inherit the target attribute)
+  if (acc) {
+    s00 = _mm256_add_ps(s00, _mm256_loadu_ps(C)); s01 = _mm256_add_ps(s01, _mm256_loadu_ps(C + 8));
+    s10 = _mm256_add_ps(s10, _mm256_loadu_ps(C + N)); s11 = _mm256_add_ps(s11, _mm256_loadu_ps(C + N + 8));
+    s20 = _mm256_add_ps(s20, _mm256_loadu_ps(C + 2 * N)); s21 = _mm256_add_ps(s21, _mm256_loadu_ps(C + 2 * N + 8));
+    s30 = _mm256_add_ps(s30, _mm256_loadu_ps(C + 3 * N)); s31 = _mm256_add_ps(s31, _mm256_loadu_ps(C + 3 * N + 8));
+  }
+  _mm256_storeu_ps(C, s00); _mm256_storeu_ps(C + 8, s01);
+  _mm256_storeu_ps(C + N, s10); _mm256_storeu_ps(C + N + 8, s11);
+  _mm256_storeu_ps(C + 2 * N, s20); _mm256_storeu_ps(C + 2 * N + 8, s21);
+  _mm256_storeu_ps(C + 3 * N, s30); _mm256_storeu_ps(C + 3 * N + 8, s31);
+}
+
+bool have_avx2() {
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return yes;
+}
+#else
+constexpr bool kHaveTiles = false;
+#endif
+
+}  // namespace
+
 void matmul(const float* A, const float* B, float* C, int64_t M, int64_t K, int64_t N, bool acc) {
-  parallel_rows(M, [&](int64_t i) {
-    float* c = C + i * N;
-    if (!acc) std::fill(c, c + N, 0.f);
-    const float* a = A + i * K;
-    for (int64_t k = 0; k < K; ++k) {
-      const float av = a[k];
-      if (av == 0.f) continue;
-      const float* b = B + k * N;
-      for (int64_t j = 0; j < N; ++j) c[j] += av * b[j];
+  int tile_w = 0;  // columns per register tile; 0: none
+#if defined(__x86_64__)
+  tile_w = have_avx2() ? 16 : 8;
+#endif
+  matmul_tiled(tile_w, A, B, C, M, K, N, acc);
+}
+
+void matmul_tiled(int tile_w, const float* A, const float* B, float* C, int64_t M, int64_t K, int64_t N, bool acc) {
+#if defined(__x86_64__)
+  if (tile_w == 16 && !have_avx2()) tile_w = 8;
+#endif
+  if (!kHaveTiles || (tile_w != 8 && tile_w != 16)) tile_w = 0;
+  const int64_t M4 = kHaveTiles ? M / 4 * 4 : 0, NT = tile_w ? N / tile_w * tile_w : 0;
+  // Blocks of four rows in parallel; the last rows and columns (less than a tile) plainly.
+  parallel_rows((M + 3) / 4, [&](int64_t blk) {
+    const int64_t i0 = blk * 4;
+#if defined(__x86_64__)
+    if (i0 < M4)
+      for (int64_t j = 0; j < NT; j += tile_w) {
+        if (tile_w == 16) tile_4x16_avx2(A + i0 * K, K, B + j, C + i0 * N + j, K, N, acc);
+        else tile_4x8_sse2(A + i0 * K, K, B + j, C + i0 * N + j, K, N, acc);
+      }
+#endif
+    for (int64_t i = i0; i < std::min(M, i0 + 4); ++i) {
+      float* c = C + i * N;
+      const int64_t j0 = i < M4 ? NT : 0;
+      if (!acc) std::fill(c + j0, c + N, 0.f);
+      for (int64_t k = 0; k < K; ++k) {
+        const float av = A[i * K + k];
+        const float* b = B + k * N;
+        for (int64_t j = j0; j < N; ++j) c[j] += av * b[j];
+      }
     }
   });
 }
@@ -52,6 +145,8 @@ std::vector<float> transpose(const float* X, int64_t r, int64_t c) {
     for (int64_t j = 0; j < c; ++j) t[size_t(j * r + i)] = X[i * c + j];
   return t;
 }
+
+namespace {
 
 const ir::Attribute* attr(const ir::Node& n, const char* name) { return n.attr(name); }
 int64_t attr_i(const ir::Node& n, const char* name, int64_t def) { auto* a = attr(n, name); return a ? a->i : def; }
@@ -249,7 +344,8 @@ TrainGraph::TrainGraph(const ir::ModelIR& m) : m_(m) {
   // Topological order (Kahn) and op check.
   static const char* kOps[] = {"Gemm", "MatMul", "Conv", "Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "MaxPool",
                                "AveragePool", "GlobalAveragePool", "Add", "Mul", "BatchNormalization", "Flatten",
-                               "Reshape", "Identity", "Dropout", "Concat", "Softmax"};
+                               "Reshape", "Identity", "Dropout", "Concat", "Softmax", "LSTM", "Transpose",
+                               "Squeeze", "Unsqueeze", "Gather"};
   std::vector<bool> ready(g.tensors.size(), false);
   for (size_t t = 0; t < g.tensors.size(); ++t) ready[t] = g.tensors[t].is_constant();
   ready[size_t(input_)] = true;
@@ -264,6 +360,12 @@ TrainGraph::TrainGraph(const ir::ModelIR& m) : m_(m) {
       const auto& node = g.nodes[n];
       bool known = node.domain.empty() && std::find_if(std::begin(kOps), std::end(kOps), [&](const char* o) { return node.op == o; }) != std::end(kOps);
       if (!known) throw std::runtime_error("no training-graph support (forward and backward pass) for " + node.describe() + " (op " + node.op + ")");
+      if (node.op == "LSTM") {
+        const std::string why = lstm_untrainable(m, node);
+        if (!why.empty()) throw std::runtime_error("no training-graph support for " + node.describe() + ": " + why);
+      }
+      if (node.op == "Gather" && (node.inputs.size() < 2 || !g.tensors[size_t(node.inputs[1])].is_constant()))
+        throw std::runtime_error("no training-graph support for " + node.describe() + ": indices must be a constant");
       order_.push_back(int(n));
       done[n] = true;
       progress = true;
@@ -273,8 +375,9 @@ TrainGraph::TrainGraph(const ir::ModelIR& m) : m_(m) {
   if (order_.size() != g.nodes.size()) throw std::runtime_error("distill: graph has nodes that never become ready");
   for (int n : order_) {
     const auto& node = g.nodes[size_t(n)];
-    if (node.op != "Gemm" && node.op != "MatMul" && node.op != "Conv") continue;
-    for (size_t k = 1; k < node.inputs.size() && k < 3; ++k) {
+    const bool lstm = node.op == "LSTM";
+    if (node.op != "Gemm" && node.op != "MatMul" && node.op != "Conv" && !lstm) continue;
+    for (size_t k = 1; k < node.inputs.size() && k < (lstm ? 4u : 3u); ++k) {
       int t = node.inputs[k];
       if (t >= 0 && consts_.count(t) && g.tensors[size_t(t)].dtype == DataType::kFloat32 &&
           std::find(params_.begin(), params_.end(), t) == params_.end())
@@ -326,8 +429,103 @@ void TrainGraph::backward(const std::vector<float>& d_output) {
   }
 }
 
+// Dims of a shape-only op's output: Squeeze / Unsqueeze with axes from input 1 or the
+// attribute (opset < 13).
+Dims squeeze_dims(const ir::Node& n, const Dims& x, const std::vector<float>* axes_input) {
+  std::vector<int64_t> axes;
+  if (axes_input) for (float a : *axes_input) axes.push_back(int64_t(a));
+  else if (const ir::Attribute* a = n.attr("axes")) axes = a->ints;
+  const bool un = n.op == "Unsqueeze";
+  const int64_t rank = int64_t(x.size()) + (un ? int64_t(axes.size()) : 0);
+  for (auto& a : axes) if (a < 0) a += rank;
+  Dims out;
+  if (un) {
+    size_t src = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      if (std::find(axes.begin(), axes.end(), d) != axes.end()) out.push_back(1);
+      else if (src < x.size()) out.push_back(x[src++]);
+    return out;
+  }
+  for (int64_t d = 0; d < int64_t(x.size()); ++d) {
+    const bool listed = std::find(axes.begin(), axes.end(), d) != axes.end();
+    if (listed && x[size_t(d)] != 1) throw std::runtime_error(n.describe() + ": squeezed axis is not 1");
+    if (!(listed || (axes.empty() && x[size_t(d)] == 1))) out.push_back(x[size_t(d)]);
+  }
+  return out;
+}
+
+// Transpose: the input offset of each output element.
+std::vector<int64_t> transpose_map(const ir::Node& n, const Dims& x, Dims* out_shape) {
+  std::vector<int64_t> perm;
+  if (const ir::Attribute* a = n.attr("perm")) perm = a->ints;
+  else for (int64_t d = int64_t(x.size()) - 1; d >= 0; --d) perm.push_back(d);
+  if (perm.size() != x.size()) throw std::runtime_error(n.describe() + ": perm does not match the rank");
+  Dims in_strides(x.size(), 1);
+  for (int64_t d = int64_t(x.size()) - 2; d >= 0; --d) in_strides[size_t(d)] = in_strides[size_t(d + 1)] * x[size_t(d + 1)];
+  out_shape->clear();
+  for (int64_t p : perm) out_shape->push_back(x[size_t(p)]);
+  int64_t total = 1;
+  for (int64_t d : x) total *= d;
+  std::vector<int64_t> map(static_cast<size_t>(total));
+  Dims idx(x.size(), 0);
+  for (int64_t o = 0; o < total; ++o) {
+    int64_t off = 0;
+    for (size_t d = 0; d < perm.size(); ++d) off += idx[d] * in_strides[size_t(perm[d])];
+    map[size_t(o)] = off;
+    for (int64_t d = int64_t(idx.size()) - 1; d >= 0; --d) {
+      if (++idx[size_t(d)] < (*out_shape)[size_t(d)]) break;
+      idx[size_t(d)] = 0;
+    }
+  }
+  return map;
+}
+
+// Gather with constant indices: output element o reads input element map[o].
+std::vector<int64_t> gather_map(const ir::Node& n, const Dims& x, const Value& indices, Dims* out_shape) {
+  int64_t axis = n.attr("axis") ? n.attr("axis")->i : 0;
+  if (axis < 0) axis += int64_t(x.size());
+  if (axis < 0 || axis >= int64_t(x.size())) throw std::runtime_error(n.describe() + ": axis out of range");
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= x[size_t(d)];
+  for (size_t d = size_t(axis) + 1; d < x.size(); ++d) inner *= x[d];
+  const int64_t len = x[size_t(axis)];
+  out_shape->assign(x.begin(), x.begin() + axis);
+  for (int64_t d : indices.shape) out_shape->push_back(d);
+  out_shape->insert(out_shape->end(), x.begin() + axis + 1, x.end());
+  std::vector<int64_t> map;
+  map.reserve(size_t(outer * int64_t(indices.data.size()) * inner));
+  for (int64_t a = 0; a < outer; ++a)
+    for (float fi : indices.data) {
+      int64_t i = int64_t(fi);
+      if (i < 0) i += len;
+      if (i < 0 || i >= len) throw std::runtime_error(n.describe() + ": index out of range");
+      for (int64_t b = 0; b < inner; ++b) map.push_back((a * len + i) * inner + b);
+    }
+  return map;
+}
+
 void TrainGraph::forward_node(const ir::Node& n) {
   const std::string& op = n.op;
+  if (op == "LSTM") return forward_lstm(n);
+  if (op == "Transpose" || op == "Gather") {
+    const Value& X = val(n.inputs[0]);
+    Value y;
+    const std::vector<int64_t> map = op == "Transpose" ? transpose_map(n, X.shape, &y.shape)
+                                                       : gather_map(n, X.shape, val(n.inputs[1]), &y.shape);
+    y.data.resize(map.size());
+    for (size_t o = 0; o < map.size(); ++o) y.data[o] = X.data[size_t(map[o])];
+    acts_[n.outputs[0]] = std::move(y);
+    return;
+  }
+  if (op == "Squeeze" || op == "Unsqueeze") {
+    const Value& X = val(n.inputs[0]);
+    const bool axes_in = n.inputs.size() > 1 && n.inputs[1] >= 0;
+    Value y;
+    y.shape = squeeze_dims(n, X.shape, axes_in ? &val(n.inputs[1]).data : nullptr);
+    y.data = X.data;
+    acts_[n.outputs[0]] = std::move(y);
+    return;
+  }
   auto in = [&](size_t k) -> const Value& { return val(n.inputs[k]); };
   Value y;
   if (op == "Gemm") {
@@ -534,6 +732,23 @@ void TrainGraph::forward_node(const ir::Node& n) {
 
 void TrainGraph::backward_node(const ir::Node& n) {
   const std::string& op = n.op;
+  if (op == "LSTM") return backward_lstm(n);
+  if (op == "Transpose" || op == "Gather" || op == "Squeeze" || op == "Unsqueeze") {
+    const int xt = n.inputs[0];
+    if (xt == input_ || consts_.count(xt)) return;  // nothing upstream to train
+    const Value& X = val(xt);
+    const std::vector<float> dy = grads_.at(n.outputs[0]).data;
+    Value& g = grad(xt, X.shape);
+    if (op == "Squeeze" || op == "Unsqueeze") {
+      for (size_t k = 0; k < dy.size(); ++k) g.data[k] += dy[k];
+      return;
+    }
+    Dims shape;
+    const std::vector<int64_t> map = op == "Transpose" ? transpose_map(n, X.shape, &shape)
+                                                       : gather_map(n, X.shape, val(n.inputs[1]), &shape);
+    for (size_t o = 0; o < map.size(); ++o) g.data[size_t(map[o])] += dy[o];
+    return;
+  }
   const Value& Y = acts_.at(n.outputs[0]);
   const std::vector<float> dy = grads_.at(n.outputs[0]).data;  // copy: grads_ may rehash
   auto in = [&](size_t k) -> const Value& { return val(n.inputs[k]); };

@@ -31,7 +31,7 @@ class TrainGraph {
   // Throws naming the first node it cannot differentiate.
   explicit TrainGraph(const ir::ModelIR& m);
 
-  // Trainable constant tensors (weight / bias inputs of Gemm, MatMul, Conv).
+  // Trainable constant tensors (weight / bias inputs of Gemm, MatMul, Conv; W, R, B of LSTM).
   const std::vector<int>& params() const { return params_; }
   Value& param(int t) { return consts_.at(t); }
   const Value& param_grad(int t) const { return grads_.at(t); }
@@ -53,12 +53,19 @@ class TrainGraph {
   std::vector<int> params_;
   int input_ = -1, output_ = -1;
   std::vector<int64_t> input_shape_;
+  std::map<int, std::vector<float>> saved_;  // per LSTM node: gate values of the last forward
 
   const Value& val(int t) const;
   Value& grad(int t, const std::vector<int64_t>& shape);
   void forward_node(const ir::Node& n);
   void backward_node(const ir::Node& n);
+  // LSTM (train_lstm.cc): one direction, default activations, through time (BPTT).
+  void forward_lstm(const ir::Node& n);
+  void backward_lstm(const ir::Node& n);
 };
+
+// Why an LSTM node cannot be trained ("" when it can): the forms train_lstm.cc implements.
+std::string lstm_untrainable(const ir::ModelIR& m, const ir::Node& n);
 
 }  // namespace compress
 }  // namespace minnow

@@ -38,7 +38,7 @@ namespace {
 struct ParamState {
   int tensor = -1;
   bool codebook = false;
-  bool is_weight = false;             // input 1 of its node (a weight matrix, not a bias)
+  bool is_weight = false;             // a weight matrix (weight_tensors), not a bias
   std::vector<float> centroids;       // codebook: the trained values
   std::vector<int32_t> assign;        // per element: centroid, or -1 = fixed
   std::vector<uint8_t> free;          // plain: 1 = trained element
@@ -195,9 +195,10 @@ void distill(TransformContext& ctx) {
 
   TrainGraph tg(m);
   std::vector<ParamState> states;
+  const std::vector<WeightRef> weights = weight_tensors(m);
   for (int t : tg.params()) {
-    bool is_weight = false;
-    for (const auto& n : m.graph.nodes) is_weight = is_weight || (n.inputs.size() > 1 && n.inputs[1] == t);
+    bool is_weight = false;  // a weight matrix (pruned, masked), not a bias: also LSTM's R
+    for (const WeightRef& r : weights) is_weight = is_weight || r.tensor == t;
     states.push_back(make_state(m, tg, t, is_weight));
   }
   // The weights that in-training pruning works on: plain (not codebook, not quantized).

@@ -3,6 +3,7 @@
 #include "test_util.h"
 
 #include <train_graph.h>
+#include <train_math.h>
 
 #include <doctest/doctest.h>
 
@@ -121,7 +122,67 @@ ModelBuilder residual_net() {
   return b;
 }
 
+// The Fashion-MNIST lstm's structure: Transpose -> LSTM -> Squeeze -> LSTM -> Squeeze ->
+// Transpose -> Gather(last step) -> Gemm -> Softmax. `states`: initial h / c constants
+// ([1, 1, H], which needs batch 1 in the engine).
+ModelBuilder lstm_net(bool states) {
+  const int64_t T = 4, I = 3, H = 5;
+  ModelBuilder b("lstm");
+  b.add_input("x", DataType::kFloat32, std::vector<ir::Dim>{{-1, "N"}, {T, ""}, {I, ""}});
+  b.add_constant("w1", test::random_tensor({1, 4 * H, I}, 31, -0.6f, 0.6f));
+  b.add_constant("r1", test::random_tensor({1, 4 * H, H}, 32, -0.6f, 0.6f));
+  b.add_constant("bias1", test::random_tensor({1, 8 * H}, 33, -0.3f, 0.3f));
+  b.add_constant("w2", test::random_tensor({1, 4 * H, H}, 34, -0.6f, 0.6f));
+  b.add_constant("r2", test::random_tensor({1, 4 * H, H}, 35, -0.6f, 0.6f));
+  b.add_constant("h0", test::random_tensor({1, 1, H}, 36, -0.5f, 0.5f));
+  b.add_constant("c0", test::random_tensor({1, 1, H}, 37, -0.5f, 0.5f));
+  b.add_constant("one", Tensor::from_vector<int64_t>({1}, {1}));
+  b.add_constant("last", Tensor::from_vector<int64_t>({}, {-1}));
+  b.add_constant("wf", test::random_tensor({5, H}, 38, -0.5f, 0.5f));
+  b.add_constant("bf", test::random_tensor({5}, 39));
+  b.add_node("Transpose", {"x"}, {"xt"}, {Attr::Ints("perm", {1, 0, 2})});
+  if (states)
+    b.add_node("LSTM", {"xt", "w1", "r1", "bias1", "", "h0", "c0"}, {"y1"}, {Attr::Int("hidden_size", H)});
+  else
+    b.add_node("LSTM", {"xt", "w1", "r1", "bias1"}, {"y1"}, {Attr::Int("hidden_size", H)});
+  b.add_node("Squeeze", {"y1", "one"}, {"s1"});
+  b.add_node("LSTM", {"s1", "w2", "r2"}, {"y2"}, {Attr::Int("hidden_size", H)});
+  b.add_node("Squeeze", {"y2", "one"}, {"s2"});
+  b.add_node("Transpose", {"s2"}, {"st"}, {Attr::Ints("perm", {1, 0, 2})});
+  b.add_node("Gather", {"st", "last"}, {"h"}, {Attr::Int("axis", 1)});
+  b.add_node("Gemm", {"h", "wf", "bf"}, {"fc"}, {Attr::Int("transB", 1)});
+  b.add_node("Softmax", {"fc"}, {"y"}, {Attr::Int("axis", -1)});
+  b.add_output("y");
+  return b;
+}
+
 }  // namespace
+
+TEST_CASE("training graph: matmul tiles against the plain product over odd shapes") {
+  for (int64_t M : {1, 3, 4, 5, 17, 64})
+    for (int64_t K : {1, 7, 64})
+      for (int64_t N : {1, 8, 15, 16, 17, 40})
+        for (int tile : {0, 8, 16})
+          for (bool acc : {false, true}) {
+            CAPTURE(M); CAPTURE(K); CAPTURE(N); CAPTURE(tile); CAPTURE(acc);
+            Tensor a = test::random_tensor({M, K}, 3), b = test::random_tensor({K, N}, 4), c0 = test::random_tensor({M, N}, 5);
+            std::vector<float> c(c0.data<float>(), c0.data<float>() + M * N);
+            matmul_tiled(tile, a.data<float>(), b.data<float>(), c.data(), M, K, N, acc);
+            double worst = 0;
+            for (int64_t i = 0; i < M; ++i)
+              for (int64_t j = 0; j < N; ++j) {
+                double ref = acc ? c0.data<float>()[i * N + j] : 0.0;
+                for (int64_t k = 0; k < K; ++k) ref += double(a.data<float>()[i * K + k]) * b.data<float>()[k * N + j];
+                worst = std::max(worst, std::fabs(ref - c[size_t(i * N + j)]));
+              }
+            CHECK(worst < 1e-4);
+          }
+}
+
+TEST_CASE("training graph: LSTM through time (two layers, Transpose, Squeeze, Gather)") {
+  check_net(lstm_net(false), {3, 4, 3}, 7);  // w1 r1 bias1 w2 r2 wf bf
+  check_net(lstm_net(true), {1, 4, 3}, 7);   // initial states given
+}
 
 TEST_CASE("training graph: forward equals the engine, gradients equal finite differences") {
   check_net(net(), {3, 2, 9, 8}, 5);  // w1 b1 w2 wf bf
