@@ -147,10 +147,12 @@ std::vector<LayerRow> layer_table(const ir::ModelIR& before, const ir::ModelIR& 
   for (const auto& w : compress::weight_tensors(after)) {
     LayerRow r;
     r.name = w.name;
-    r.flops_after = compress::node_flops(after, after.graph.nodes[size_t(w.node)], shape_after);
+    r.flops_after = compress::weight_flops(after, after.graph.nodes[size_t(w.node)], w.tensor, shape_after);
     for (const auto& n : before.graph.nodes)
-      if (n.inputs.size() > 1 && n.inputs[1] >= 0 && before.graph.tensors[size_t(n.inputs[1])].name == w.name)
-        r.flops_before = compress::node_flops(before, n, shape_before);
+      for (size_t k = 1; k < n.inputs.size() && k < 3; ++k)
+        if (n.inputs[k] >= 0 && before.graph.tensors[size_t(n.inputs[k])].name == w.name &&
+            (k == 1 || n.op == "LSTM" || n.op == "GRU" || n.op == "RNN"))
+          r.flops_before = compress::weight_flops(before, n, n.inputs[k], shape_before);
     const auto& info = after.graph.tensors[size_t(w.tensor)];
     Tensor v = compress::constant_f32(after, w.tensor);
     r.params = v.elements();

@@ -14,9 +14,13 @@ namespace compress {
 
 using ShapeOf = std::function<std::vector<int64_t>(int)>;
 
-// 0 for nodes that are not Conv / Gemm / MatMul or whose shapes are unknown (dim 0, the
-// batch, is ignored).
+// 0 for nodes that are not Conv / Gemm / MatMul / LSTM or whose shapes are unknown (dim 0,
+// the batch, is ignored; an LSTM's X is [T, N, I]: its batch is dim 1). LSTM: the gate
+// GEMMs, 2 * T * 4H * (I + H).
 int64_t node_flops(const ir::ModelIR& m, const ir::Node& n, const ShapeOf& shape);
+// The part of node_flops that multiplies by weight tensor `t` (an LSTM's W or R; the
+// whole node's for the others).
+int64_t weight_flops(const ir::ModelIR& m, const ir::Node& n, int t, const ShapeOf& shape);
 int64_t model_flops(const ir::ModelIR& m, const ShapeOf& shape);
 
 }  // namespace compress
