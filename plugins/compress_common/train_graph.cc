@@ -261,6 +261,16 @@ void im2col(const ConvGeom& g, const float* x, int64_t c0, int64_t cg, float* co
       }
 }
 
+// A convolution's products go through matmul's register tiles when a group has at least
+// four filters and the weights are mostly kept; a sparse (pruned) W is faster through the
+// loops that skip its zeros, and depthwise filters (one per group) are too small to tile.
+bool conv_uses_tiles(const std::vector<float>& w, int64_t filters_per_group) {
+  if (filters_per_group < 4) return false;
+  size_t nz = 0;
+  for (float v : w) nz += v != 0.f;
+  return nz * 10 > w.size() * 3;  // density above 30 %
+}
+
 // Sum of a[j] * b[j]: eight partial sums, so the compiler vectorises it (a single float
 // accumulator is a serial chain it may not reorder).
 float dot(const float* a, const float* b, int64_t n) {
@@ -560,12 +570,17 @@ void TrainGraph::forward_node(const ir::Node& n) {
     y.data.assign(size_t(y.size()), 0.f);
     const int64_t cg = g.C / g.group, og = g.O / g.group, kk = cg * g.kh * g.kw, ohw = g.OH * g.OW;
     const float* bias = n.inputs.size() > 2 && n.inputs[2] >= 0 ? in(2).data.data() : nullptr;
+    const bool tiles = conv_uses_tiles(Wt.data, og);
     parallel_rows(g.N, [&](int64_t b) {
       std::vector<float> col(size_t(kk * ohw));
       for (int64_t gr = 0; gr < g.group; ++gr) {
         im2col(g, X.data.data() + b * g.C * g.H * g.W, gr * cg, cg, col.data());
         float* yo = y.data.data() + (b * g.O + gr * og) * ohw;
         const float* w = Wt.data.data() + gr * og * kk;
+        if (tiles) {
+          matmul(w, col.data(), yo, og, kk, ohw, false);
+          continue;
+        }
         for (int64_t o = 0; o < og; ++o)
           for (int64_t k = 0; k < kk; ++k) {
             float wv = w[o * kk + k];
@@ -809,19 +824,30 @@ void TrainGraph::backward_node(const ir::Node& n) {
     const bool wx = wants(0), ww = wants(1), wb = wants(2);
     float* dx = wx ? gin(0).data.data() : nullptr;
     tbb::enumerable_thread_specific<std::vector<float>> dw_local(std::vector<float>(ww ? Wt.data.size() : 0, 0.f));
+    const bool tiles = conv_uses_tiles(Wt.data, og);
+    std::vector<std::vector<float>> w_t;  // per group W^T [kk, og], for dcol = W^T dY
+    if (tiles && wx)
+      for (int64_t gr = 0; gr < g.group; ++gr) w_t.push_back(transpose(Wt.data.data() + gr * og * kk, og, kk));
     parallel_rows(g.N, [&](int64_t b) {
       std::vector<float> col(size_t(kk * ohw)), dcol(size_t(kk * ohw));
       std::vector<float>& dw = dw_local.local();
       for (int64_t gr = 0; gr < g.group; ++gr) {
         const float* d = dy.data() + (b * g.O + gr * og) * ohw;
         const float* w = Wt.data.data() + gr * og * kk;
-        if (ww) {
+        if (ww && og >= 4) {  // dW += dY col^T as one product
+          im2col(g, X.data.data() + b * g.C * g.H * g.W, gr * cg, cg, col.data());
+          const std::vector<float> col_t = transpose(col.data(), kk, ohw);
+          matmul(d, col_t.data(), dw.data() + gr * og * kk, og, ohw, kk, true);
+        } else if (ww) {
           im2col(g, X.data.data() + b * g.C * g.H * g.W, gr * cg, cg, col.data());
           for (int64_t o = 0; o < og; ++o)
             for (int64_t k = 0; k < kk; ++k)
               dw[size_t((gr * og + o) * kk + k)] += dot(d + o * ohw, col.data() + k * ohw, ohw);
         }
-        if (wx) {
+        if (wx && tiles) {
+          matmul(w_t[size_t(gr)].data(), d, dcol.data(), kk, og, ohw, false);
+          col2im(g, dcol.data(), gr * cg, cg, dx + b * g.C * g.H * g.W);
+        } else if (wx) {
           std::fill(dcol.begin(), dcol.end(), 0.f);
           for (int64_t o = 0; o < og; ++o)
             for (int64_t k = 0; k < kk; ++k) {
