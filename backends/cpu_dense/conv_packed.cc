@@ -56,7 +56,7 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s) const {
 }
 
 void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const float* x,
-                     float* y) const {
+                     const float* w_rows, float* y) const {
   const float lo = -std::numeric_limits<float>::infinity();
   const float hi = std::numeric_limits<float>::infinity();
   const int threads = ctx.num_threads();
@@ -86,7 +86,7 @@ void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const f
     for (size_t sl = s0; sl < s1; ++sl) {
       float* slot = scratch + int64_t(sl) * p.slot_floats;
       const int64_t t0 = p.tasks * int64_t(sl) / slots, t1 = p.tasks * int64_t(sl + 1) / slots;
-      for (int64_t t = t0; t < t1; ++t) kernels::conv_gemm_task(s, gemm_, p, t, x, y, slot, lo, hi);
+      for (int64_t t = t0; t < t1; ++t) kernels::conv_gemm_task(s, gemm_, w_rows, p, t, x, y, slot, lo, hi);
     }
   });
 }

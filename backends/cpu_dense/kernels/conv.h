@@ -36,14 +36,25 @@ struct ConvShape {
 };
 
 // ---- GEMM convolution ---------------------------------------------------------------
+// W is either packed into MR-row panels per group, or read in place: the micro-kernel
+// takes A through strides, and W's rows (OIHW: one output channel's K weights,
+// contiguous) are already what it reads. In place costs no prepare time and no memory
+// (resnet50: 100 MB of fresh pages, most of its prepare time), and runs as fast as
+// panels unless the row stride is a multiple of 1 KiB: then the six rows of a tile map
+// onto the same few L1 sets as they stream, and conflict with the B strip (1x1
+// convolutions with 256, 512 ... input channels were measured ~25 % slower in place).
+enum class ConvPack { kAuto, kPanels, kInPlace };
+bool conv_weights_in_place(int64_t K);  // kAuto's choice
+
 struct ConvWeights {
   int64_t M = 0, group = 1, K = 0;  // K per group
+  bool in_place = false;             // true: `groups` is empty, W is read at run time
   std::vector<PackedA> groups;
   FloatBuf bias;  // [M] or null
 };
 // w: [M, K] (OIHW flattened), bias [M] or null.
 ConvWeights pack_conv_weights(const float* w, int64_t M, int64_t K, int64_t group,
-                              const float* bias);
+                              const float* bias, ConvPack how = ConvPack::kAuto);
 
 // How one run is split: tasks = N * group * column blocks * row chunks.
 struct ConvPlan {
@@ -58,8 +69,10 @@ constexpr int kConvMaxSlots = 16;
 
 // Runs task `t` of the plan: y[N, M, P] for one (image, group, column block, row chunk).
 // `slot` has plan.slot_floats floats, used by this task alone. lo/hi: the output clamp.
-void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const ConvPlan& p, int64_t t,
-                    const float* x, float* y, float* slot, float lo, float hi);
+// `w_rows`: W [M, K] as given at run time, read when w.in_place (may be null otherwise).
+void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows,
+                    const ConvPlan& p, int64_t t, const float* x, float* y, float* slot,
+                    float lo, float hi);
 
 // ---- Depthwise ----------------------------------------------------------------------
 // Applies when group == C (Cg == 1) and the D axis is trivial (k[0] == 1, in[0] == 1).

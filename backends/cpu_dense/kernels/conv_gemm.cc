@@ -104,14 +104,18 @@ bool ConvShape::pointwise() const {
   return true;
 }
 
+bool conv_weights_in_place(int64_t K) { return (K * int64_t(sizeof(float))) % 1024 != 0; }
+
 ConvWeights pack_conv_weights(const float* w, int64_t M, int64_t K, int64_t group,
-                              const float* bias) {
+                              const float* bias, ConvPack how) {
   ConvWeights cw;
   cw.M = M;
   cw.group = group;
   cw.K = K;
+  cw.in_place = how == ConvPack::kInPlace || (how == ConvPack::kAuto && conv_weights_in_place(K));
   const int64_t Mg = M / group;
-  for (int64_t g = 0; g < group; ++g) cw.groups.push_back(pack_a(w + g * Mg * K, Mg, K, K));
+  if (!cw.in_place)
+    for (int64_t g = 0; g < group; ++g) cw.groups.push_back(pack_a(w + g * Mg * K, Mg, K, K));
   if (bias) {
     cw.bias = alloc_floats(size_t(M));
     std::memcpy(cw.bias.get(), bias, size_t(M) * sizeof(float));
@@ -140,8 +144,9 @@ ConvPlan plan_conv(const ConvShape& s, int threads) {
   return p;
 }
 
-void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const ConvPlan& p, int64_t t,
-                    const float* x, float* y, float* slot, float lo, float hi) {
+void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows,
+                    const ConvPlan& p, int64_t t, const float* x, float* y, float* slot,
+                    float lo, float hi) {
   const int64_t mc = t % p.m_chunks;
   const int64_t cb = (t / p.m_chunks) % p.col_blocks;
   const int64_t g = (t / (p.m_chunks * p.col_blocks)) % s.group;
@@ -151,7 +156,9 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const ConvPlan& p,
   const int64_t j0 = cb * p.nc, j1 = std::min(P, j0 + p.nc), cols = j1 - j0;
   const int64_t pi0 = mc * p.panels_per_chunk;
   const int64_t pi1 = std::min((Mg + kGemmMR - 1) / kGemmMR, pi0 + p.panels_per_chunk);
-  const PackedA& a = w.groups[size_t(g)];
+  // A(i, k) of this group: packed panel p at a + p * K * MR (a_rs 1, a_cs MR), or W's
+  // row i at a + i * K (a_rs K, a_cs 1).
+  const float* a = w.in_place ? w_rows + g * Mg * K : w.groups[size_t(g)].data.get();
   const float* xg = x + (n * s.C + g * Cg) * s.Pin();
   float* yg = y + (n * s.M + g * Mg) * P;
   const bool direct = s.pointwise();
@@ -183,8 +190,8 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const ConvPlan& p,
     }
     Tile tile;
     tile.K = kc;
-    tile.a_rs = 1;
-    tile.a_cs = kGemmMR;
+    tile.a_rs = w.in_place ? K : 1;
+    tile.a_cs = w.in_place ? 1 : kGemmMR;
     tile.ldb = nr;
     tile.ldc = P;
     // W in blocks of kMcPanels row panels (MC x KC, ~100 KB, stays in L2); within one,
@@ -195,7 +202,7 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const ConvPlan& p,
       tile.nr = static_cast<int>(std::min(nr, cols - jq));
       for (int64_t pi = pb; pi < std::min(pi1, pb + kMcPanels); ++pi) {
         const int64_t i0 = pi * kGemmMR;
-        tile.a = a.data.get() + pi * K * kGemmMR + k0 * kGemmMR;
+        tile.a = w.in_place ? a + i0 * K + k0 : a + (pi * K + k0) * kGemmMR;
         tile.mr = static_cast<int>(std::min<int64_t>(kGemmMR, Mg - i0));
         e.bias = (k0 == 0 && w.bias) ? w.bias.get() + g * Mg + i0 : nullptr;
         tile.c = yg + i0 * P + j0 + jq;
