@@ -36,15 +36,15 @@ struct ConvShape {
 };
 
 // ---- GEMM convolution ---------------------------------------------------------------
-// W is either packed into MR-row panels per group, or read in place: the micro-kernel
+// W is either read in place or packed into MR-row panels per group. The micro-kernel
 // takes A through strides, and W's rows (OIHW: one output channel's K weights,
-// contiguous) are already what it reads. In place costs no prepare time and no memory
-// (resnet50: 100 MB of fresh pages, most of its prepare time), and runs as fast as
-// panels unless the row stride is a multiple of 1 KiB: then the six rows of a tile map
-// onto the same few L1 sets as they stream, and conflict with the B strip (1x1
-// convolutions with 256, 512 ... input channels were measured ~25 % slower in place).
-enum class ConvPack { kAuto, kPanels, kInPlace };
-bool conv_weights_in_place(int64_t K);  // kAuto's choice
+// contiguous) are already what it reads, so in place (the default) costs no prepare time
+// and no memory: packing was most of resnet50's prepare time (first-touch page faults of
+// 100 MB of fresh buffers), and per node it was not faster (resnet50, 1 thread, min of 3
+// runs of per-node medians: the 1x1 and 3x3 convs that row strides of 1 KiB multiples
+// might slow through L1 set conflicts took 90 ms in place against 103 ms packed, no node
+// more than 8 % slower). Panels stay for the tests and for targets where they may pay.
+enum class ConvPack { kInPlace, kPanels };
 
 struct ConvWeights {
   int64_t M = 0, group = 1, K = 0;  // K per group
@@ -54,7 +54,7 @@ struct ConvWeights {
 };
 // w: [M, K] (OIHW flattened), bias [M] or null.
 ConvWeights pack_conv_weights(const float* w, int64_t M, int64_t K, int64_t group,
-                              const float* bias, ConvPack how = ConvPack::kAuto);
+                              const float* bias, ConvPack how = ConvPack::kInPlace);
 
 // How one run is split: tasks = N * group * column blocks * row chunks.
 struct ConvPlan {

@@ -104,15 +104,13 @@ bool ConvShape::pointwise() const {
   return true;
 }
 
-bool conv_weights_in_place(int64_t K) { return (K * int64_t(sizeof(float))) % 1024 != 0; }
-
 ConvWeights pack_conv_weights(const float* w, int64_t M, int64_t K, int64_t group,
                               const float* bias, ConvPack how) {
   ConvWeights cw;
   cw.M = M;
   cw.group = group;
   cw.K = K;
-  cw.in_place = how == ConvPack::kInPlace || (how == ConvPack::kAuto && conv_weights_in_place(K));
+  cw.in_place = how == ConvPack::kInPlace;
   const int64_t Mg = M / group;
   if (!cw.in_place)
     for (int64_t g = 0; g < group; ++g) cw.groups.push_back(pack_a(w + g * Mg * K, Mg, K, K));
