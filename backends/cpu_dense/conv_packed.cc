@@ -48,9 +48,12 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s) const {
   if (depthwise_)
     return size_t(std::min<int64_t>(s.N * s.M, kernels::kConvMaxSlots)) *
            size_t(kernels::dwconv_slot_floats(s)) * sizeof(float);
+  // The widest column block (one thread's plan) and the most tasks any thread count
+  // gives: every column panel and row panel its own task.
   const kernels::ConvPlan p = kernels::plan_conv(s, 1);
-  // The most tasks any thread count gives: every row panel its own chunk.
-  const int64_t max_tasks = s.N * s.group * p.col_blocks * ((s.Mg() + kernels::kGemmMR - 1) / kernels::kGemmMR);
+  const int64_t nr = kernels::gemm_nr();
+  const int64_t max_tasks = s.N * s.group * ((s.P() + nr - 1) / nr) *
+                            ((s.Mg() + kernels::kGemmMR - 1) / kernels::kGemmMR);
   return size_t(std::min<int64_t>(max_tasks, kernels::kConvMaxSlots)) * size_t(p.slot_floats) *
          sizeof(float);
 }
