@@ -48,15 +48,18 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s) const {
   if (depthwise_)
     return size_t(std::min<int64_t>(s.N * s.M, kernels::kConvMaxSlots)) *
            size_t(kernels::dwconv_slot_floats(s)) * sizeof(float);
+  // The widest column block (one thread's plan) and the most tasks any thread count
+  // gives: every column panel and row panel its own task.
   const kernels::ConvPlan p = kernels::plan_conv(s, 1);
-  // The most tasks any thread count gives: every row panel its own chunk.
-  const int64_t max_tasks = s.N * s.group * p.col_blocks * ((s.Mg() + kernels::kGemmMR - 1) / kernels::kGemmMR);
+  const int64_t nr = kernels::gemm_nr();
+  const int64_t max_tasks = s.N * s.group * ((s.P() + nr - 1) / nr) *
+                            ((s.Mg() + kernels::kGemmMR - 1) / kernels::kGemmMR);
   return size_t(std::min<int64_t>(max_tasks, kernels::kConvMaxSlots)) * size_t(p.slot_floats) *
          sizeof(float);
 }
 
 void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const float* x,
-                     float* y) const {
+                     const float* w_rows, float* y) const {
   const float lo = -std::numeric_limits<float>::infinity();
   const float hi = std::numeric_limits<float>::infinity();
   const int threads = ctx.num_threads();
@@ -86,7 +89,7 @@ void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const f
     for (size_t sl = s0; sl < s1; ++sl) {
       float* slot = scratch + int64_t(sl) * p.slot_floats;
       const int64_t t0 = p.tasks * int64_t(sl) / slots, t1 = p.tasks * int64_t(sl + 1) / slots;
-      for (int64_t t = t0; t < t1; ++t) kernels::conv_gemm_task(s, gemm_, p, t, x, y, slot, lo, hi);
+      for (int64_t t = t0; t < t1; ++t) kernels::conv_gemm_task(s, gemm_, w_rows, p, t, x, y, slot, lo, hi);
     }
   });
 }

@@ -1,5 +1,5 @@
 // The fast path of Conv (ops/conv.cc) when W (and B) are constants: weights packed once at
-// prepare time, then either the direct depthwise kernel or the packed GEMM convolution of
+// prepare time (or read in place where that is as fast: kernels/conv.h), then either the direct depthwise kernel or the packed GEMM convolution of
 // kernels/conv.h, split over the context's parallel_for.
 #pragma once
 
@@ -23,9 +23,14 @@ class ConvPacked {
   // w: [M, Cg, k...] (taps = product of k), bias [M] or null. `spatial` = spatial rank.
   ConvPacked(const float* w, int64_t M, int64_t Cg, int64_t taps, int64_t group,
              const float* bias, int spatial);
-  const char* name() const { return depthwise_ ? "f32_dwconv_direct" : "f32_conv_gemm_6x2v"; }
+  const char* name() const {
+    if (depthwise_) return "f32_dwconv_direct";
+    return gemm_.in_place ? "f32_conv_gemm_6x2v__wrows" : "f32_conv_gemm_6x2v";
+  }
   size_t scratch_bytes(const kernels::ConvShape& s) const;
-  void run(const RunContext& ctx, const kernels::ConvShape& s, const float* x, float* y) const;
+  // w: W as the run was given it (read when the GEMM weights are used in place).
+  void run(const RunContext& ctx, const kernels::ConvShape& s, const float* x, const float* w,
+           float* y) const;
 
  private:
   bool depthwise_ = false;

@@ -59,6 +59,21 @@ BlockShape forced_shape() {
   return {0, 0};
 }
 
+// Zero elements of w[0, n), counted in a loop the compiler vectorises. With
+// `until_nonzero`, stops at the first nonzero element and returns -1 there.
+int64_t count_zeros(const float* w, int64_t n, bool until_nonzero) {
+  constexpr int64_t kChunk = 4096;
+  int64_t zeros = 0;
+  for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
+    const int64_t i1 = std::min(n, i0 + kChunk);
+    int64_t z = 0;
+    for (int64_t i = i0; i < i1; ++i) z += w[i] == 0.0f ? 1 : 0;
+    if (until_nonzero && z != i1 - i0) return -1;
+    zeros += z;
+  }
+  return zeros;
+}
+
 }  // namespace
 
 const char* kind_name(Kind k) {
@@ -97,9 +112,39 @@ LayoutChoice choose_layout(Kind kind, const float* w, int64_t rows, int64_t cols
   std::string seen;
   double best_sp = -1;
   BlockShape best_sp_shape;
+  // The bid runs for every weight of every model, dense ones included, and scanning each
+  // block shape costs a pass over the weights (most of resnet50's prepare time). One
+  // cheaper pass bounds them all: a zero block is all zero elements, so for any shape
+  // zero blocks <= (zero elements + padded rows' elements) / block size. A shape whose
+  // bound is below its break-even would be declined by the exact count too, so it is not
+  // counted; only shapes that may pass (pruned weights) get the exact scan, and the
+  // choice is the same as counting every shape. Where break-even is 100 % (im2col
+  // convolution), only an all-zero matrix passes: the first nonzero element settles it.
+  int64_t zeros = -2;  // -2: not counted (forced shape); -1: a nonzero element exists
+  if (!forced.r && rows > 0 && cols > 0) {
+    bool any_below_one = false;
+    for (BlockShape s : kBlockShapes)
+      if (shape_fits(s, rows, cols) && break_even_sparsity(kind, s) < 1.0) any_below_one = true;
+    zeros = count_zeros(w, rows * cols, !any_below_one);
+  }
   for (BlockShape s : kBlockShapes) {
     if (forced.r && s != forced) continue;
     if (!shape_fits(s, rows, cols)) continue;
+    if (zeros != -2) {
+      const double be = break_even_sparsity(kind, s);
+      const int64_t padded_rows = (rows + s.r - 1) / s.r * s.r;
+      const double bound =
+          zeros < 0 ? -1.0
+                    : static_cast<double>(zeros + (padded_rows - rows) * cols) /
+                          static_cast<double>(padded_rows * cols);
+      if (bound < be) {
+        best_sp = std::max(best_sp, std::max(bound, 0.0));
+        seen += (seen.empty() ? "" : ", ") + s.str() +
+                (zeros < 0 ? " not all zero (break-even " + pct(be) + ")"
+                            : " <= " + pct(bound) + " < " + pct(be));
+        continue;
+      }
+    }
     const double sp = block_sparsity(w, rows, cols, s, transposed);
     if (sp > best_sp) {
       best_sp = sp;

@@ -36,14 +36,25 @@ struct ConvShape {
 };
 
 // ---- GEMM convolution ---------------------------------------------------------------
+// W is either read in place or packed into MR-row panels per group. The micro-kernel
+// takes A through strides, and W's rows (OIHW: one output channel's K weights,
+// contiguous) are already what it reads, so in place (the default) costs no prepare time
+// and no memory: packing was most of resnet50's prepare time (first-touch page faults of
+// 100 MB of fresh buffers), and per node it was not faster (resnet50, 1 thread, min of 3
+// runs of per-node medians: the 1x1 and 3x3 convs that row strides of 1 KiB multiples
+// might slow through L1 set conflicts took 90 ms in place against 103 ms packed, no node
+// more than 8 % slower). Panels stay for the tests and for targets where they may pay.
+enum class ConvPack { kInPlace, kPanels };
+
 struct ConvWeights {
   int64_t M = 0, group = 1, K = 0;  // K per group
+  bool in_place = false;             // true: `groups` is empty, W is read at run time
   std::vector<PackedA> groups;
   FloatBuf bias;  // [M] or null
 };
 // w: [M, K] (OIHW flattened), bias [M] or null.
 ConvWeights pack_conv_weights(const float* w, int64_t M, int64_t K, int64_t group,
-                              const float* bias);
+                              const float* bias, ConvPack how = ConvPack::kInPlace);
 
 // How one run is split: tasks = N * group * column blocks * row chunks.
 struct ConvPlan {
@@ -58,8 +69,10 @@ constexpr int kConvMaxSlots = 16;
 
 // Runs task `t` of the plan: y[N, M, P] for one (image, group, column block, row chunk).
 // `slot` has plan.slot_floats floats, used by this task alone. lo/hi: the output clamp.
-void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const ConvPlan& p, int64_t t,
-                    const float* x, float* y, float* slot, float lo, float hi);
+// `w_rows`: W [M, K] as given at run time, read when w.in_place (may be null otherwise).
+void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows,
+                    const ConvPlan& p, int64_t t, const float* x, float* y, float* slot,
+                    float lo, float hi);
 
 // ---- Depthwise ----------------------------------------------------------------------
 // Applies when group == C (Cg == 1) and the D axis is trivial (k[0] == 1, in[0] == 1).

@@ -105,13 +105,15 @@ bool ConvShape::pointwise() const {
 }
 
 ConvWeights pack_conv_weights(const float* w, int64_t M, int64_t K, int64_t group,
-                              const float* bias) {
+                              const float* bias, ConvPack how) {
   ConvWeights cw;
   cw.M = M;
   cw.group = group;
   cw.K = K;
+  cw.in_place = how == ConvPack::kInPlace;
   const int64_t Mg = M / group;
-  for (int64_t g = 0; g < group; ++g) cw.groups.push_back(pack_a(w + g * Mg * K, Mg, K, K));
+  if (!cw.in_place)
+    for (int64_t g = 0; g < group; ++g) cw.groups.push_back(pack_a(w + g * Mg * K, Mg, K, K));
   if (bias) {
     cw.bias = alloc_floats(size_t(M));
     std::memcpy(cw.bias.get(), bias, size_t(M) * sizeof(float));
@@ -119,29 +121,82 @@ ConvWeights pack_conv_weights(const float* w, int64_t M, int64_t K, int64_t grou
   return cw;
 }
 
+namespace {
+
+// Estimated time of a plan on `threads` workers, in ns: tasks (column block x row chunk,
+// per image and group) longest first, each given to the least loaded worker (a
+// parallel_for balances about that well). A task costs its GEMM (~70 GFLOP/s), its own B
+// block (im2col or copy, ~0.3 ns per float; redone by every row chunk of a column block)
+// and ~1 us to start. No allocation: it runs in every Conv's run.
+double plan_time(const ConvShape& s, int64_t nc, int64_t panels_per_chunk, int threads) {
+  const int64_t K = s.K(), P = s.P(), Mg = s.Mg(), images = s.N * s.group;
+  const int64_t rows = panels_per_chunk * kGemmMR;
+  const int64_t blocks = (P + nc - 1) / nc, chunks = (Mg + rows - 1) / rows;
+  const int64_t last_cols = P - (blocks - 1) * nc, last_rows = Mg - (chunks - 1) * rows;
+  auto cost = [&](int64_t cols, int64_t r) {
+    return double(cols) * double(K) * (double(r) * 2.0 / 70.0 + 0.3) + 1000.0;
+  };
+  // The four task sizes (full, last column block, last row chunk, both) and their counts.
+  struct Group {
+    double cost;
+    int64_t count;
+  } g[4] = {{cost(nc, rows), (blocks - 1) * (chunks - 1) * images},
+            {cost(last_cols, rows), (chunks - 1) * images},
+            {cost(nc, last_rows), (blocks - 1) * images},
+            {cost(last_cols, last_rows), images}};
+  std::sort(g, g + 4, [](const Group& a, const Group& b) { return a.cost > b.cost; });
+  constexpr int kMaxWorkers = 64;
+  const int w = std::max(1, std::min(threads, kMaxWorkers));
+  double load[kMaxWorkers] = {};
+  for (const Group& t : g)
+    for (int64_t n = 0; n < t.count; ++n) *std::min_element(load, load + w) += t.cost;
+  return *std::max_element(load, load + w);
+}
+
+}  // namespace
+
 ConvPlan plan_conv(const ConvShape& s, int threads) {
   ConvPlan p;
   const int64_t nr = gemm_nr();
   const int64_t K = s.K(), P = s.P();
-  p.nc = nr * kPanelsPerBlock;
   const int64_t kchunks = (K + kMaxKC - 1) / kMaxKC;
   p.kc = (K + kchunks - 1) / kchunks;
-  p.col_blocks = (P + p.nc - 1) / p.nc;
   const int64_t panels = (s.Mg() + kGemmMR - 1) / kGemmMR;
-  // With few column blocks (late, small feature maps) split the output channels too, so
-  // every worker gets about four tasks.
-  const int64_t outer = s.N * s.group * p.col_blocks;
-  const int64_t want = threads > 1 ? 4 * int64_t(threads) : 1;
-  p.m_chunks = outer >= want ? 1 : std::min(panels, (want + outer - 1) / outer);
-  p.panels_per_chunk = (panels + p.m_chunks - 1) / p.m_chunks;
-  p.m_chunks = (panels + p.panels_per_chunk - 1) / p.panels_per_chunk;
-  p.tasks = outer * p.m_chunks;
+  const int64_t col_panels = (P + nr - 1) / nr;
+  const int64_t images = s.N * s.group;
+  // Cache blocks of NC = 8 NR columns, one task each, when there are plenty of them for
+  // the threads. Otherwise (late, small feature maps with 2+ threads) the split that
+  // finishes first by plan_time: narrower column blocks (down to 2 panels; each block's B
+  // is built once, but each streams all of W) and / or row chunks (each streams a part
+  // of W, but rebuilds its column block's B). Splitting rows 4 ways per thread rebuilt
+  // im2col 8 times on resnet's 7x7 layers, where 2 threads then barely beat one.
+  int64_t ppb = kPanelsPerBlock, ppc = panels;
+  const int64_t blocks8 = (col_panels + kPanelsPerBlock - 1) / kPanelsPerBlock;
+  if (threads > 1 && images * blocks8 < 8 * int64_t(threads)) {
+    double best = plan_time(s, kPanelsPerBlock * nr, panels, threads);
+    for (int64_t b : {kPanelsPerBlock, int64_t(6), int64_t(4), int64_t(3), int64_t(2)})
+      for (int64_t m = 1; m <= std::min<int64_t>(panels, 2 * int64_t(threads)); ++m) {
+        const int64_t c = (panels + m - 1) / m;
+        const double t = plan_time(s, b * nr, c, threads);
+        if (t < best * 0.999) {
+          best = t;
+          ppb = b;
+          ppc = c;
+        }
+      }
+  }
+  p.nc = nr * ppb;
+  p.col_blocks = (P + p.nc - 1) / p.nc;
+  p.panels_per_chunk = ppc;
+  p.m_chunks = (panels + ppc - 1) / ppc;
+  p.tasks = images * p.col_blocks * p.m_chunks;
   p.slot_floats = p.kc * p.nc + 4 * p.nc;  // packed block + im2col's pixel table
   return p;
 }
 
-void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const ConvPlan& p, int64_t t,
-                    const float* x, float* y, float* slot, float lo, float hi) {
+void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows,
+                    const ConvPlan& p, int64_t t, const float* x, float* y, float* slot,
+                    float lo, float hi) {
   const int64_t mc = t % p.m_chunks;
   const int64_t cb = (t / p.m_chunks) % p.col_blocks;
   const int64_t g = (t / (p.m_chunks * p.col_blocks)) % s.group;
@@ -151,7 +206,9 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const ConvPlan& p,
   const int64_t j0 = cb * p.nc, j1 = std::min(P, j0 + p.nc), cols = j1 - j0;
   const int64_t pi0 = mc * p.panels_per_chunk;
   const int64_t pi1 = std::min((Mg + kGemmMR - 1) / kGemmMR, pi0 + p.panels_per_chunk);
-  const PackedA& a = w.groups[size_t(g)];
+  // A(i, k) of this group: packed panel p at a + p * K * MR (a_rs 1, a_cs MR), or W's
+  // row i at a + i * K (a_rs K, a_cs 1).
+  const float* a = w.in_place ? w_rows + g * Mg * K : w.groups[size_t(g)].data.get();
   const float* xg = x + (n * s.C + g * Cg) * s.Pin();
   float* yg = y + (n * s.M + g * Mg) * P;
   const bool direct = s.pointwise();
@@ -183,8 +240,8 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const ConvPlan& p,
     }
     Tile tile;
     tile.K = kc;
-    tile.a_rs = 1;
-    tile.a_cs = kGemmMR;
+    tile.a_rs = w.in_place ? K : 1;
+    tile.a_cs = w.in_place ? 1 : kGemmMR;
     tile.ldb = nr;
     tile.ldc = P;
     // W in blocks of kMcPanels row panels (MC x KC, ~100 KB, stays in L2); within one,
@@ -195,7 +252,7 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const ConvPlan& p,
       tile.nr = static_cast<int>(std::min(nr, cols - jq));
       for (int64_t pi = pb; pi < std::min(pi1, pb + kMcPanels); ++pi) {
         const int64_t i0 = pi * kGemmMR;
-        tile.a = a.data.get() + pi * K * kGemmMR + k0 * kGemmMR;
+        tile.a = w.in_place ? a + i0 * K + k0 : a + (pi * K + k0) * kGemmMR;
         tile.mr = static_cast<int>(std::min<int64_t>(kGemmMR, Mg - i0));
         e.bias = (k0 == 0 && w.bias) ? w.bias.get() + g * Mg + i0 : nullptr;
         tile.c = yg + i0 * P + j0 + jq;

@@ -12,11 +12,14 @@ namespace kernels {
 
 void AlignedFree::operator()(float* p) const { std::free(p); }
 
-FloatBuf alloc_floats(size_t n) {
-  size_t bytes = (std::max<size_t>(n, 1) * sizeof(float) + 63) / 64 * 64;
+FloatBuf alloc_floats(size_t n, bool zero) {
+  const size_t bytes = (std::max<size_t>(n, 1) * sizeof(float) + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, bytes);
   if (!p) throw std::bad_alloc();
-  std::memset(p, 0, bytes);
+  // Without `zero` the caller writes [0, n) (packing: each page is then touched once, not
+  // zeroed first and written again); only the rounding tail is cleared.
+  const size_t from = zero ? 0 : n * sizeof(float);
+  std::memset(static_cast<char*>(p) + from, 0, bytes - from);
   return FloatBuf(static_cast<float*>(p));
 }
 
@@ -27,13 +30,15 @@ PackedB pack_b(const float* b, int64_t K, int64_t N, int64_t b_rs, int64_t b_cs,
   p.N = N;
   p.nr = gemm_nr();
   p.panels = (N + p.nr - 1) / p.nr;
-  p.data = alloc_floats(size_t(p.panels * p.nr) * size_t(K));
+  p.data = alloc_floats(size_t(p.panels * p.nr) * size_t(K), /*zero=*/false);
   for (int64_t q = 0; q < p.panels; ++q) {
     float* dst = p.data.get() + q * K * p.nr;
     const int64_t j0 = q * p.nr, cols = std::min(p.nr, N - j0);
-    for (int64_t k = 0; k < K; ++k)
+    for (int64_t k = 0; k < K; ++k) {
       for (int64_t jj = 0; jj < cols; ++jj)
         dst[k * p.nr + jj] = scale * b[k * b_rs + (j0 + jj) * b_cs];
+      for (int64_t jj = cols; jj < p.nr; ++jj) dst[k * p.nr + jj] = 0.0f;
+    }
   }
   if (bias) {
     p.bias = alloc_floats(size_t(p.panels * p.nr));
@@ -76,10 +81,21 @@ PackedA pack_a(const float* a, int64_t M, int64_t K, int64_t lda) {
   p.M = M;
   p.K = K;
   p.panels = (M + kGemmMR - 1) / kGemmMR;
-  p.data = alloc_floats(size_t(p.panels * kGemmMR) * size_t(K));
-  for (int64_t i = 0; i < M; ++i) {
-    float* dst = p.data.get() + (i / kGemmMR) * K * kGemmMR + i % kGemmMR;
-    for (int64_t k = 0; k < K; ++k) dst[k * kGemmMR] = a[i * lda + k];
+  p.data = alloc_floats(size_t(p.panels * kGemmMR) * size_t(K), /*zero=*/false);
+  // Panel by panel, written in order (each output cache line once, no zero fill first):
+  // the six source rows are read side by side, rows past M written as zeros.
+  for (int64_t pi = 0; pi < p.panels; ++pi) {
+    float* dst = p.data.get() + pi * K * kGemmMR;
+    const float* src[kGemmMR];
+    const int64_t rows = std::min<int64_t>(kGemmMR, M - pi * kGemmMR);
+    for (int r = 0; r < rows; ++r) src[r] = a + (pi * kGemmMR + r) * lda;
+    if (rows == kGemmMR) {
+      for (int64_t k = 0; k < K; ++k)
+        for (int r = 0; r < kGemmMR; ++r) dst[k * kGemmMR + r] = src[r][k];
+    } else {
+      for (int64_t k = 0; k < K; ++k)
+        for (int r = 0; r < kGemmMR; ++r) dst[k * kGemmMR + r] = r < rows ? src[r][k] : 0.0f;
+    }
   }
   return p;
 }

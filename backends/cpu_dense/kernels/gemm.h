@@ -57,7 +57,9 @@ struct AlignedFree {
   void operator()(float* p) const;
 };
 using FloatBuf = std::unique_ptr<float[], AlignedFree>;
-FloatBuf alloc_floats(size_t n);  // zero-filled; throws std::bad_alloc
+// Zero-filled unless `zero` is false (for buffers the caller writes whole); throws
+// std::bad_alloc.
+FloatBuf alloc_floats(size_t n, bool zero = true);
 
 // ---- Weights on the B side (Gemm, MatMul with a constant B, the matmul service) --------
 // B'(k, j) = scale * b[k * b_rs + j * b_cs], packed into column panels of NR:

@@ -122,7 +122,8 @@ class ConvKernel final : public OpKernel {
     Axis ax[kMaxSpatial];
     const float* bias = geometry(in, num_inputs, out, num_outputs, &shape, ax);
     if (fast_) {
-      fast_->run(ctx, shape, static_cast<const float*>(in[0].data), static_cast<float*>(out[0].data));
+      fast_->run(ctx, shape, static_cast<const float*>(in[0].data),
+                 static_cast<const float*>(in[1].data), static_cast<float*>(out[0].data));
       return;
     }
     const int64_t N = shape.N, C = shape.C, M = shape.M, Cg = shape.Cg();

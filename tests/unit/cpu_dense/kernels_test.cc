@@ -10,6 +10,7 @@
 #include "kernels/eltwise.h"
 #include "kernels/gemm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -153,13 +154,19 @@ void check_conv(std::mt19937& rng, const ConvCase& c, bool depthwise, bool clamp
     for (int64_t plane = 0; plane < s.N * s.M; ++plane)
       dwconv_plane(s, plane, x.data(), w.data(), bias.data(), got.data(), slot.data(), lo, hi);
   } else {
-    const ConvWeights cw = pack_conv_weights(w.data(), s.M, s.K(), s.group, bias.data());
-    const ConvPlan p = plan_conv(s, threads);
-    std::vector<float> slot(size_t(p.slot_floats), kNaN);
-    for (int64_t t = 0; t < p.tasks; ++t)
-      conv_gemm_task(s, cw, p, t, x.data(), got.data(), slot.data(), lo, hi);
+    // W packed into panels and W read in place must both match.
+    for (ConvPack how : {ConvPack::kPanels, ConvPack::kInPlace}) {
+      const ConvWeights cw = pack_conv_weights(w.data(), s.M, s.K(), s.group, bias.data(), how);
+      const ConvPlan p = plan_conv(s, threads);
+      std::vector<float> slot(size_t(p.slot_floats), kNaN);
+      std::fill(got.begin(), got.end(), kNaN);
+      for (int64_t t = 0; t < p.tasks; ++t)
+        conv_gemm_task(s, cw, w.data(), p, t, x.data(), got.data(), slot.data(), lo, hi);
+      expect_close(got, want, std::string(how == ConvPack::kPanels ? "conv_gemm " : "conv_gemm in place ") + describe(s));
+    }
+    return;
   }
-  expect_close(got, want, (depthwise ? "dwconv " : "conv_gemm ") + describe(s));
+  expect_close(got, want, "dwconv " + describe(s));
 }
 
 }  // namespace
