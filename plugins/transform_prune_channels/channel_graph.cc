@@ -153,7 +153,7 @@ std::vector<int> member_data_inputs(const ir::Node& n) {
 bool contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
 // Grows the group from producer `start` over both directions of the graph; false when it
-// reaches something that cannot drop a channel. `taken` marks producers already seen.
+// reaches something that cannot drop a channel.
 bool grow(const ir::ModelIR& m, const std::function<std::vector<int64_t>(int)>& act_shape, int start, Group* grp) {
   const ir::Graph& g = m.graph;
   const int64_t c = grp->channels;
@@ -166,6 +166,11 @@ bool grow(const ir::ModelIR& m, const std::function<std::vector<int64_t>(int)>& 
     queue.push_back(t);
     std::vector<int64_t> s = act_shape(t);  // channels (or channels * hw) on axis 1
     return s.size() >= 2 && s[1] == (hw ? c * hw : c);
+  };
+  auto no_broadcast = [&](const ir::Node& n) {  // an Add's inputs and output have one shape
+    if (n.op != "Add") return true;
+    std::vector<int64_t> s = act_shape(n.outputs[0]);
+    return !s.empty() && act_shape(n.inputs[0]) == s && act_shape(n.inputs[1]) == s;
   };
   grp->producers.push_back(start);
   if (!add_tensor(g.nodes[size_t(start)].outputs[0], 0)) return false;
@@ -182,7 +187,8 @@ bool grow(const ir::ModelIR& m, const std::function<std::vector<int64_t>(int)>& 
       if (hw == 0 && producer_channels(m, p) == c && p.outputs.size() == 1 &&
           act_shape(t).size() == (p.op == "Conv" ? 4u : 2u)) {
         grp->producers.push_back(pn);
-      } else if (p.op == "Flatten" ? hw != 0 && member_op(m, p, c, false) : member_op(m, p, c, hw != 0)) {
+      } else if ((p.op == "Flatten" ? hw != 0 && member_op(m, p, c, false) : member_op(m, p, c, hw != 0)) &&
+                 no_broadcast(p)) {
         grp->members.push_back(pn);
         for (int i : member_data_inputs(p))
           if (!add_tensor(i, p.op == "Flatten" ? 0 : hw)) return false;
@@ -205,9 +211,7 @@ bool grow(const ir::ModelIR& m, const std::function<std::vector<int64_t>(int)>& 
         continue;
       }
       const std::vector<int> data = member_op(m, n, c, hw != 0) ? member_data_inputs(n) : std::vector<int>{};
-      if (data.empty() || !contains(data, t)) return false;  // e.g. Clip's bound, not its input
-      for (int k = 1; k < int(n.inputs.size()); ++k)
-        if (n.inputs[size_t(k)] == t && !contains(data, t)) return false;
+      if (data.empty() || !contains(data, t)) return false;  // not a member, or t is not its data input
       grp->members.push_back(cn);
       int64_t out_hw = hw;
       if (n.op == "Flatten") {
@@ -215,10 +219,7 @@ bool grow(const ir::ModelIR& m, const std::function<std::vector<int64_t>(int)>& 
         out_hw = 1;
         for (size_t k = 2; k < s.size(); ++k) out_hw *= s[k];
       }
-      if (n.op == "Add") {  // no broadcasting: both inputs and the output have one shape
-        std::vector<int64_t> s = act_shape(n.outputs[0]);
-        if (s.empty() || act_shape(n.inputs[0]) != s || act_shape(n.inputs[1]) != s) return false;
-      }
+      if (!no_broadcast(n)) return false;
       if (!add_tensor(n.outputs[0], out_hw)) return false;
       for (int i : data)
         if (!add_tensor(i, hw)) return false;
