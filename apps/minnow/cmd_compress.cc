@@ -3,13 +3,16 @@
 //
 //   minnow compress IN -o OUT [--preset lossless|fast|smallest] [--sparse-format csr|1x4|4x1|1x8|auto]
 //     [--pipeline "fuse,prune:sparsity=0.9:gradual=3,distill:epochs=3,quantize:bits=4,huffman"]
-//     [--train-images IDX [--train-labels IDX]] [--mean M --std S]
-//     [--eval-images IDX --eval-labels IDX] [--seed S] [--opt k=v] [--json]
+//     [--calib IMAGES] [--train-images IDX [--train-labels IDX]] [--shape NxCxHxW]
+//     [--mean M --std S] [--eval-images IDX --eval-labels IDX] [--seed S] [--opt k=v] [--json]
 //
 // A pipeline step is NAME[:VALUE][:KEY=VALUE]...; a bare VALUE is the step's main option
 // (prune: sparsity, quantize: bits, distill: epochs). `gradual=G` on a prune followed by
 // distill runs G rounds of (prune to an increasing sparsity, distill) (Zhu & Gupta's
 // cubic schedule). The input is never modified and the output is written atomically.
+// Image files are idx3 (plain or gzipped) or, with --shape, raw little-endian float32
+// already preprocessed (a file that starts with the idx3 magic is still read as idx, so
+// raw calibration images and idx evaluation images can be given together).
 #include "common.h"
 
 #include <dataset.h>
@@ -184,7 +187,8 @@ std::string fmt_acc(double a) {
 
 void register_compress_command(CLI::App& app, GlobalOptions& g) {
   auto* cmd = app.add_subcommand("compress", "Compress a model with a pipeline of transform plugins");
-  static std::string in, out, preset, pipeline, train_images, train_labels, eval_images, eval_labels, raw_shape;
+  static std::string in, out, preset, pipeline, train_images, train_labels, eval_images, eval_labels, raw_shape,
+      calib_images;
   static std::string sparse_format;
   static std::vector<std::string> opts;
   static float mean = 0.2860f, stdv = 0.3530f;
@@ -195,10 +199,16 @@ void register_compress_command(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--preset", preset, "lossless | fast (post-training) | smallest (needs --train-images)")
       ->check(CLI::IsMember({"lossless", "fast", "smallest"}));
   cmd->add_option("--pipeline", pipeline, "Steps, e.g. \"fuse,prune:sparsity=0.9,quantize:bits=4,huffman\"");
+  cmd->add_option("--calib", calib_images,
+                  "Calibration images for post-training steps (prune-channels' channel choice and re-fit; "
+                  "default: --train-images)");
   cmd->add_option("--train-images", train_images, "Unlabeled training images for distill (idx, plain or .gz)");
   cmd->add_option("--train-labels", train_labels, "Their labels (adds cross-entropy to distillation)");
   cmd->add_option("--eval-images", eval_images, "Images for accuracy before/after (idx, plain or .gz)");
   cmd->add_option("--eval-labels", eval_labels, "Labels for --eval-images");
+  cmd->add_option("--shape", raw_shape,
+                  "Image files that are not idx are raw float32 of this shape, NxCxHxW (N: any; the count "
+                  "comes from the file size), already preprocessed");
   cmd->add_option("--mean", mean, "Preprocessing x = (u / 255 - mean) / std")->capture_default_str();
   cmd->add_option("--std", stdv, "Preprocessing x = (u / 255 - mean) / std")->capture_default_str();
   cmd->add_option("--seed", seed, "Seed for every transform")->capture_default_str();
@@ -226,8 +236,8 @@ void register_compress_command(CLI::App& app, GlobalOptions& g) {
       return false;
     };
     for (const auto& s : steps)
-      if (s.name == "prune-channels" && train_images.empty() && !has_option(s, "images"))
-        throw CliError("the pipeline has a prune-channels step: give --train-images (its calibration images)");
+      if (s.name == "prune-channels" && calib_images.empty() && train_images.empty() && !has_option(s, "images"))
+        throw CliError("the pipeline has a prune-channels step: give --calib (or --train-images) for its calibration images");
     if (eval_images.empty() != eval_labels.empty()) throw CliError("--eval-images and --eval-labels go together");
 
     auto engine = make_engine(g);
@@ -260,7 +270,7 @@ void register_compress_command(CLI::App& app, GlobalOptions& g) {
     double acc_before = NAN;
     try {
       if (!eval_images.empty()) {
-        ev = compress::load_images(eval_images, mean, stdv);
+        ev = compress::load_images(eval_images, mean, stdv, raw_shape);
         ev_labels = compress::load_labels(eval_labels);
       }
       acc_before = measure(bytes);
@@ -288,13 +298,15 @@ void register_compress_command(CLI::App& app, GlobalOptions& g) {
         kv.emplace_back("teacher", teacher);
         kv.emplace_back("mean", std::to_string(mean));
         kv.emplace_back("std", std::to_string(stdv));
+        if (!raw_shape.empty()) kv.emplace_back("raw_shape", raw_shape);
         if (!plugin_dir.empty()) kv.emplace_back("plugin_path", plugin_dir);
         if (!json) kv.emplace_back("progress", "1");
       }
-      if (s.name == "prune-channels" && !has_option(s, "images")) {  // calibration images: the training images
-        kv.emplace_back("images", train_images);
+      if (s.name == "prune-channels" && !has_option(s, "images")) {  // calibration images, else the training images
+        kv.emplace_back("images", calib_images.empty() ? train_images : calib_images);
         kv.emplace_back("mean", std::to_string(mean));
         kv.emplace_back("std", std::to_string(stdv));
+        if (!raw_shape.empty()) kv.emplace_back("raw_shape", raw_shape);
       }
       std::string report;
       auto r = engine->transform(s.name, bytes, kv, &report);

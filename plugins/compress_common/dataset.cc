@@ -48,7 +48,8 @@ static uint32_t be32(const uint8_t* p) { return uint32_t(p[0]) << 24 | uint32_t(
 Images load_images(const std::string& path, float mean, float stddev, const std::string& raw_shape) {
   std::vector<uint8_t> bytes = read_maybe_gz(path);
   Images im;
-  if (!raw_shape.empty()) {
+  const bool idx = bytes.size() >= 16 && be32(bytes.data()) == 0x00000803;
+  if (!raw_shape.empty() && !idx) {
     std::vector<int64_t> dims;
     std::stringstream ss(raw_shape);
     std::string part;

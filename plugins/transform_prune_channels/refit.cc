@@ -58,66 +58,113 @@ double residual(double yty, const Mat& G, const Mat& B, const std::vector<int64_
 
 }  // namespace
 
-FitResult select_and_refit(const std::vector<float>& X, const std::vector<float>& Y, const std::vector<float>& W,
-                           int64_t rows, int64_t channels, int64_t group, int64_t outputs, const FitOptions& opt) {
-  const int64_t cols = channels * group;
-  const int64_t d = cols + (opt.intercept ? 1 : 0);
-  Mat A(rows, d);
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t k = 0; k < cols; ++k) A(r, k) = X[size_t(r * cols + k)];
-    if (opt.intercept) A(r, cols) = 1.0;
-  }
-  Mat Yt(rows, outputs), Wm(outputs, cols);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t o = 0; o < outputs; ++o) Yt(r, o) = Y[size_t(r * outputs + o)];
-  for (int64_t o = 0; o < outputs; ++o)
-    for (int64_t k = 0; k < cols; ++k) Wm(o, k) = W[size_t(o * cols + k)];
-  const double yty = Yt.squaredNorm();
-  const double ynorm = std::max(yty, std::numeric_limits<double>::min());
-  FitResult res;
-  res.rel_err_before = (Yt - A.leftCols(cols) * Wm.transpose()).squaredNorm() / ynorm;
+namespace {
 
-  const Mat G = A.transpose() * A, B = A.transpose() * Yt;
-  const double lambda = opt.ridge * std::max(1e-30, G.diagonal().head(cols).mean());
-  std::vector<int64_t> active(static_cast<size_t>(channels));
-  for (int64_t c = 0; c < channels; ++c) active[size_t(c)] = c;
-  auto columns = [&](const std::vector<int64_t>& chans) {
+// One consumer's least-squares problem in normal-equation form: A = [X, 1], G = A^T A,
+// B = A^T Y.
+struct System {
+  Mat G, B;
+  double yty = 0, lambda = 0;
+  int64_t cols = 0, group = 1;
+  bool intercept = true;
+
+  System(const std::vector<float>& X, const std::vector<float>& Y, int64_t rows, int64_t channels, int64_t grp,
+         int64_t outputs, bool icpt, double ridge)
+      : cols(channels * grp), group(grp), intercept(icpt) {
+    const int64_t d = cols + (intercept ? 1 : 0);
+    Mat A(rows, d), Yt(rows, outputs);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t k = 0; k < cols; ++k) A(r, k) = X[size_t(r * cols + k)];
+      if (intercept) A(r, cols) = 1.0;
+      for (int64_t o = 0; o < outputs; ++o) Yt(r, o) = Y[size_t(r * outputs + o)];
+    }
+    yty = std::max(Yt.squaredNorm(), std::numeric_limits<double>::min());
+    G = A.transpose() * A;
+    B = A.transpose() * Yt;
+    lambda = ridge * std::max(1e-30, G.diagonal().head(cols).mean());
+  }
+
+  std::vector<int64_t> columns(const std::vector<int64_t>& chans) const {
     std::vector<int64_t> idx;
     for (int64_t c : chans)
       for (int64_t k = 0; k < group; ++k) idx.push_back(c * group + k);
-    if (opt.intercept) idx.push_back(cols);
+    if (intercept) idx.push_back(cols);
     return idx;
-  };
-  for (int64_t step = 0; step < opt.remove && active.size() > 1; ++step) {
-    std::vector<int64_t> idx = columns(active);
+  }
+
+  // Per active channel: the rise of the residual when it is removed, relative to ||Y||^2.
+  // Removing group g from the least-squares fit raises the residual by
+  // tr(beta_g^T (inv_gg)^-1 beta_g) (the block form of the partial F statistic).
+  std::vector<double> removal_costs(const std::vector<int64_t>& active) const {
     Mat beta, inv;
-    solve(G, B, idx, lambda, &beta, &inv);
-    // Removing group g from the least-squares fit raises the residual by
-    // tr(beta_g^T (inv_gg)^-1 beta_g) (the block form of the partial F statistic).
-    double best = std::numeric_limits<double>::infinity();
-    size_t best_i = 0;
+    solve(G, B, columns(active), lambda, &beta, &inv);
+    std::vector<double> cost(active.size());
     for (size_t i = 0; i < active.size(); ++i) {
       const int64_t off = int64_t(i) * group;
       Mat bg = beta.middleRows(off, group);
       Mat ig = inv.block(off, off, group, group);
-      double cost = (bg.transpose() * ig.ldlt().solve(bg)).trace();
-      if (cost < best) { best = cost; best_i = i; }
+      cost[i] = (bg.transpose() * ig.ldlt().solve(bg)).trace() / yty;
     }
-    active.erase(active.begin() + long(best_i));
+    return cost;
   }
+};
+
+std::vector<int64_t> eliminate(const std::vector<const System*>& systems, int64_t channels, int64_t remove) {
+  std::vector<int64_t> active(static_cast<size_t>(channels));
+  for (int64_t c = 0; c < channels; ++c) active[size_t(c)] = c;
+  for (int64_t step = 0; step < remove && active.size() > 1; ++step) {
+    std::vector<double> total(active.size(), 0.0);
+    for (const System* s : systems) {
+      std::vector<double> c = s->removal_costs(active);
+      for (size_t i = 0; i < c.size(); ++i) total[i] += c[i];
+    }
+    active.erase(active.begin() + (std::min_element(total.begin(), total.end()) - total.begin()));
+  }
+  return active;
+}
+
+}  // namespace
+
+std::vector<int64_t> select_joint(const std::vector<LsProblem>& problems, int64_t channels, int64_t remove,
+                                  double ridge) {
+  std::vector<System> systems;
+  systems.reserve(problems.size());
+  for (const auto& p : problems)
+    systems.emplace_back(*p.X, *p.Y, p.rows, channels, p.group, p.outputs, p.intercept, ridge);
+  std::vector<const System*> ptrs;
+  for (const auto& s : systems) ptrs.push_back(&s);
+  return eliminate(ptrs, channels, remove);
+}
+
+FitResult select_and_refit(const std::vector<float>& X, const std::vector<float>& Y, const std::vector<float>& W,
+                           int64_t rows, int64_t channels, int64_t group, int64_t outputs, const FitOptions& opt) {
+  const int64_t cols = channels * group;
+  const System sys(X, Y, rows, channels, group, outputs, opt.intercept, opt.ridge);
+  FitResult res;
+  {  // ||Y - X W^T||^2 with every channel as it is
+    double e = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t o = 0; o < outputs; ++o) {
+        double s = Y[size_t(r * outputs + o)];
+        for (int64_t k = 0; k < cols; ++k) s -= double(X[size_t(r * cols + k)]) * W[size_t(o * cols + k)];
+        e += s * s;
+      }
+    res.rel_err_before = e / sys.yty;
+  }
+  const std::vector<int64_t> active = eliminate({&sys}, channels, opt.remove);
   res.keep = active;
   const int64_t kc = int64_t(active.size()) * group;
   res.weight.assign(size_t(outputs * kc), 0.f);
   res.bias_delta.assign(size_t(outputs), 0.f);
-  std::vector<int64_t> idx = columns(active);
+  std::vector<int64_t> idx = sys.columns(active);
   if (opt.refit) {
     Mat beta, inv;
-    solve(G, B, idx, lambda, &beta, &inv);
+    solve(sys.G, sys.B, idx, sys.lambda, &beta, &inv);
     for (int64_t o = 0; o < outputs; ++o) {
       for (int64_t k = 0; k < kc; ++k) res.weight[size_t(o * kc + k)] = float(beta(k, o));
       if (opt.intercept) res.bias_delta[size_t(o)] = float(beta(kc, o));
     }
-    res.rel_err_after = residual(yty, G, B, idx, beta) / ynorm;
+    res.rel_err_after = residual(sys.yty, sys.G, sys.B, idx, beta) / sys.yty;
   } else {
     Mat beta = Mat::Zero(int64_t(idx.size()), outputs);
     for (int64_t o = 0; o < outputs; ++o)
@@ -127,7 +174,7 @@ FitResult select_and_refit(const std::vector<float>& X, const std::vector<float>
           res.weight[size_t(o * kc + int64_t(i) * group + k)] = v;
           beta(int64_t(i) * group + k, o) = v;
         }
-    res.rel_err_after = residual(yty, G, B, idx, beta) / ynorm;
+    res.rel_err_after = residual(sys.yty, sys.G, sys.B, idx, beta) / sys.yty;
   }
   return res;
 }

@@ -26,7 +26,6 @@ namespace minnow {
 namespace compress {
 namespace channels {
 
-struct Pair;
 
 struct FitResult {
   std::vector<int64_t> keep;        // kept channels, ascending
@@ -46,6 +45,21 @@ struct FitOptions {
 // X: [rows, channels * group]; Y: [rows, outputs]; W: [outputs, channels * group].
 FitResult select_and_refit(const std::vector<float>& X, const std::vector<float>& Y, const std::vector<float>& W,
                            int64_t rows, int64_t channels, int64_t group, int64_t outputs, const FitOptions& opt);
+
+// Joint selection for a channel group with several consumers (residual branches, an
+// activation read twice): the same backward elimination, each step removing the channel
+// whose removal raises the SUM over consumers of the relative residual
+// ||Y_k - X_k,S W^T||^2 / ||Y_k||^2 the least (relative, so that a consumer with large
+// activations does not outvote the others). One consumer gives the same choice as
+// select_and_refit. Returns the kept channels, ascending.
+struct LsProblem {
+  const std::vector<float>* X = nullptr;  // [rows, channels * group]
+  const std::vector<float>* Y = nullptr;  // [rows, outputs]
+  int64_t rows = 0, group = 1, outputs = 0;
+  bool intercept = true;
+};
+std::vector<int64_t> select_joint(const std::vector<LsProblem>& problems, int64_t channels, int64_t remove,
+                                  double ridge);
 
 // Rows of the consumer's input: for a Conv, the im2col patch at each sampled output
 // position (n, oy, ox); for a Gemm/MatMul, the input rows themselves (positions ignored).

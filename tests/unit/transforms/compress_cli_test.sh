@@ -73,4 +73,28 @@ if "$MINNOW" compress "$WORK/in.onnx" -o "$WORK/out/keep.minnow" --pipeline "pru
 fi
 [ "$(cat "$WORK/out/keep.minnow")" = "junk" ] || fail "a failed run changed an existing output file"
 [ "$(ls -A "$WORK/out" | sort | tr '\n' ' ')" = "c.minnow keep.minnow " ] || fail "temporary files left: $(ls -A "$WORK/out")"
+# 5. --calib: prune-channels' calibration images, idx (made here: 40 random 28x28 images)
+#    or raw float32 with --shape; the step's log records how many it used. Without
+#    --calib or --train-images the step is refused, and a raw file that does not divide
+#    into the shape is refused naming it, with no output written.
+{ printf '\x00\x00\x08\x03\x00\x00\x00\x28\x00\x00\x00\x1c\x00\x00\x00\x1c'; head -c $((40 * 784)) /dev/urandom; } > "$WORK/calib.idx"
+perl -e 'srand(7); print pack("f<*", map { rand() * 2 - 1 } 1 .. 24 * 784)' > "$WORK/calib.f32"
+"$MINNOW" compress "$WORK/in.onnx" -o "$WORK/out/pc.minnow" --pipeline "fuse,prune-channels:ratio=0.5" \
+  --calib "$WORK/calib.idx" >/dev/null || fail "--calib with idx images failed"
+"$MINNOW" inspect "$WORK/out/pc.minnow" | grep -q '^compression: prune-channels .*"calib":40,' || fail "prune-channels did not use the 40 --calib images"
+"$MINNOW" compress "$WORK/in.onnx" -o "$WORK/out/pc.minnow" --pipeline "fuse,prune-channels:ratio=0.5" \
+  --calib "$WORK/calib.f32" --shape 24x1x28x28 >/dev/null || fail "--calib with raw float32 and --shape failed"
+"$MINNOW" inspect "$WORK/out/pc.minnow" | grep -q '^compression: prune-channels .*"calib":24,' || fail "prune-channels did not use the 24 raw --calib images"
+rm -f "$WORK/out/pc.minnow"
+set +e
+err=$("$MINNOW" compress "$WORK/in.onnx" -o "$WORK/out/pc.minnow" --pipeline "prune-channels:ratio=0.5" 2>&1 >/dev/null); rc=$?
+set -e
+[ $rc -ne 0 ] && echo "$err" | grep -q -- "--calib" || fail "prune-channels without calibration images: rc $rc, '$err'"
+set +e
+err=$("$MINNOW" compress "$WORK/in.onnx" -o "$WORK/out/pc.minnow" --pipeline "prune-channels:ratio=0.5" \
+      --calib "$WORK/calib.f32" --shape 1x1x28x29 2>&1 >/dev/null); rc=$?
+set -e
+echo "raw calib of the wrong shape -> rc $rc: $err"
+[ $rc -ne 0 ] && echo "$err" | grep -q "calib.f32" || fail "a raw file of the wrong size was not refused naming it"
+[ ! -e "$WORK/out/pc.minnow" ] || fail "a refused run left an output file"
 echo "compress CLI: ok (ratio $ratio)"
