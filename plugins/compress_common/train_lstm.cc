@@ -23,6 +23,19 @@ int64_t hidden_of(const ir::Node& n) {
   return a ? a->i : -1;
 }
 
+// An initial state ([1, N or 1, H] constant, or zeros when `v` is null) as N x H.
+std::vector<float> initial_state(const ir::Node& n, const Value* v, int64_t N, int64_t H) {
+  std::vector<float> s(size_t(N * H), 0.f);
+  if (!v) return s;
+  if (int64_t(v->data.size()) == H)
+    for (int64_t b = 0; b < N; ++b) std::copy(v->data.begin(), v->data.end(), s.begin() + b * H);
+  else if (int64_t(v->data.size()) == N * H)
+    s = v->data;
+  else
+    throw std::runtime_error(n.describe() + ": initial state does not match [1, N, H]");
+  return s;
+}
+
 }  // namespace
 
 std::string lstm_untrainable(const ir::ModelIR& m, const ir::Node& n) {
@@ -70,21 +83,8 @@ void TrainGraph::forward_lstm(const ir::Node& n) {
     if (int64_t(B.data.size()) != 2 * G) throw std::runtime_error(n.describe() + ": B must be [1, 8H]");
     for (int64_t k = 0; k < G; ++k) bias[size_t(k)] = B.data[size_t(k)] + B.data[size_t(G + k)];
   }
-  // Initial states [1, N or 1, H]: zeros when absent.
-  auto initial = [&](size_t k) {
-    std::vector<float> s(size_t(N * H), 0.f);
-    if (k < n.inputs.size() && n.inputs[k] >= 0) {
-      const Value& v = val(n.inputs[k]);
-      if (int64_t(v.data.size()) == H)
-        for (int64_t b = 0; b < N; ++b) std::copy(v.data.begin(), v.data.end(), s.begin() + b * H);
-      else if (int64_t(v.data.size()) == N * H)
-        s = v.data;
-      else
-        throw std::runtime_error(n.describe() + ": initial state does not match [1, N, H]");
-    }
-    return s;
-  };
-  std::vector<float> h = initial(5), c = initial(6);
+  auto given = [&](size_t k) { return k < n.inputs.size() && n.inputs[k] >= 0 ? &val(n.inputs[k]) : nullptr; };
+  std::vector<float> h = initial_state(n, given(5), N, H), c = initial_state(n, given(6), N, H);
   const std::vector<float> Wt = transpose(W.data.data(), G, I), Rt = transpose(R.data.data(), G, H);
   std::vector<float>& saved = saved_[n.outputs[0]];
   saved.assign(size_t(T * 6 * N * H), 0.f);
@@ -137,16 +137,8 @@ void TrainGraph::backward_lstm(const ir::Node& n) {
   float* dR = wr ? grad(n.inputs[2], R.shape).data.data() : nullptr;
   float* dB = wb ? grad(n.inputs[3], val(n.inputs[3]).shape).data.data() : nullptr;
   // h_{t-1} and c_{t-1} of step 0: the initial states, as the forward pass read them.
-  std::vector<float> h0(size_t(N * H), 0.f), c0(size_t(N * H), 0.f);
-  for (size_t k : {size_t(5), size_t(6)}) {
-    if (k >= n.inputs.size() || n.inputs[k] < 0) continue;
-    const Value& v = val(n.inputs[k]);
-    std::vector<float>& dst = k == 5 ? h0 : c0;
-    if (int64_t(v.data.size()) == H)
-      for (int64_t b = 0; b < N; ++b) std::copy(v.data.begin(), v.data.end(), dst.begin() + b * H);
-    else
-      dst = v.data;
-  }
+  auto given = [&](size_t k) { return k < n.inputs.size() && n.inputs[k] >= 0 ? &val(n.inputs[k]) : nullptr; };
+  const std::vector<float> h0 = initial_state(n, given(5), N, H), c0 = initial_state(n, given(6), N, H);
   std::vector<float> dh_next(size_t(N * H), 0.f), dc_next(size_t(N * H), 0.f), dG(size_t(N * G));
   for (int64_t t = T - 1; t >= 0; --t) {
     const float* sv = saved.data() + t * 6 * N * H;
