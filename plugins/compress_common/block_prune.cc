@@ -66,16 +66,16 @@ struct BlockScore {
 };
 
 // The blocks of one item, scored.
-void score_blocks(const BlockPruneItem& it, uint32_t item, std::vector<BlockScore>* out) {
-  const BlockShape s = it.shape;
-  const int64_t brows = (it.view.rows + s.r - 1) / s.r, bcols = (it.view.cols + s.c - 1) / s.c;
+void score_blocks(const float* data, const MatrixView& view, BlockShape s, uint32_t item,
+                  std::vector<BlockScore>* out) {
+  const int64_t brows = (view.rows + s.r - 1) / s.r, bcols = (view.cols + s.c - 1) / s.c;
   for (int64_t br = 0; br < brows; ++br)
     for (int64_t bc = 0; bc < bcols; ++bc) {
       double sum = 0;
       int32_t count = 0;
-      for (int64_t n = br * s.r; n < std::min(it.view.rows, (br + 1) * s.r); ++n)
-        for (int64_t k = bc * s.c; k < std::min(it.view.cols, (bc + 1) * s.c); ++k) {
-          const double w = it.data[it.view.at(n, k)];
+      for (int64_t n = br * s.r; n < std::min(view.rows, (br + 1) * s.r); ++n)
+        for (int64_t k = bc * s.c; k < std::min(view.cols, (bc + 1) * s.c); ++k) {
+          const double w = data[view.at(n, k)];
           sum += w * w;
           ++count;
         }
@@ -119,7 +119,7 @@ void prune_blocks_group(std::vector<BlockPruneItem>& items, double target) {
       throw std::runtime_error("block " + items[i].shape.str() + " does not tile a " +
                                std::to_string(items[i].view.rows) + "x" + std::to_string(items[i].view.cols) +
                                " matrix");
-    score_blocks(items[i], i, &blocks);
+    score_blocks(items[i].data, items[i].view, items[i].shape, i, &blocks);
     total += items[i].view.rows * items[i].view.cols;
   }
   if (target <= 0 || total == 0) return;
@@ -127,12 +127,8 @@ void prune_blocks_group(std::vector<BlockPruneItem>& items, double target) {
 }
 
 double removed_energy(const float* data, const MatrixView& v, BlockShape s, double sparsity) {
-  BlockPruneItem it;
-  it.data = const_cast<float*>(data);  // read only: score_blocks does not write
-  it.view = v;
-  it.shape = s;
   std::vector<BlockScore> blocks;
-  score_blocks(it, 0, &blocks);
+  score_blocks(data, v, s, 0, &blocks);
   double all = 0, removed = 0;
   for (const BlockScore& b : blocks) all += double(b.score) * b.count;
   for (const BlockScore& b : pick(std::move(blocks), v.rows * v.cols, sparsity)) removed += double(b.score) * b.count;

@@ -439,6 +439,8 @@ void TrainGraph::backward(const std::vector<float>& d_output) {
   }
 }
 
+namespace {
+
 // Dims of a shape-only op's output: Squeeze / Unsqueeze with axes from input 1 or the
 // attribute (opset < 13).
 Dims squeeze_dims(const ir::Node& n, const Dims& x, const std::vector<float>* axes_input) {
@@ -513,6 +515,8 @@ std::vector<int64_t> gather_map(const ir::Node& n, const Dims& x, const Value& i
     }
   return map;
 }
+
+}  // namespace
 
 void TrainGraph::forward_node(const ir::Node& n) {
   const std::string& op = n.op;
