@@ -49,11 +49,17 @@ struct RowsArgs {
 // block rows. Split parallel work over rows_units().
 void rows_ref(const SparseMatrix& w, const RowsArgs& a, int64_t rb0, int64_t rb1);
 void rows(const SparseMatrix& w, const RowsArgs& a, int64_t u0, int64_t u1);
-// Reference for the row-panel layout: panels [p0, p1), one output at a time.
+// Reference for the row-panel layouts (plain and tiled): panels [p0, p1), one output at a
+// time.
 void rows_panels_ref(const SparseMatrix& w, const RowsArgs& a, int64_t p0, int64_t p1);
 inline int64_t rows_units(const SparseMatrix& w) {
   return w.panels() > 0 ? w.panels() : w.block_rows();
 }
+
+// Whether the SIMD target the dispatcher picked has a kernel for tiled panels (x86 AVX2
+// and up: one vpermps per step); elsewhere they would run the reference, so
+// add_rows_layout is told not to build them.
+bool rows_tiles_fast();
 
 // Floats per vector of the SIMD target the dispatcher picked (8 on AVX2, 4 on NEON).
 int64_t spmm_lanes();

@@ -55,9 +55,15 @@ void rows_panels_ref(const SparseMatrix& w, const RowsArgs& a, int64_t p0, int64
         if (n < 0) continue;
         float acc = a.bias ? a.bias[n] : 0.0f;
         const int C = w.shape.c;
-        for (int32_t t = w.panel_ptr[p]; t < w.panel_ptr[p + 1]; ++t)
+        for (int32_t t = w.panel_ptr[p]; t < w.panel_ptr[p + 1]; ++t) {
+          if (w.tiled) {
+            const float v = w.panel_val[t * P + r];
+            acc += v * xr[w.tile_xoff[t] + SparseMatrix::tile_lane(v)];
+            continue;
+          }
           for (int c = 0; c < C; ++c)
             acc += w.panel_val[(t * P + r) * C + c] * xr[w.panel_col[t * P + r] + c];
+        }
         yr[n] = a.beta != 0.0f ? acc + a.beta * yr[n] : acc;
       }
   }

@@ -24,6 +24,8 @@ std::string node_label(const Node& node);  // "node 'x' (Op)"
 
 // Name of the kernel for a kind and block shape, static storage ("f32_sparse_fc_1x4").
 const char* kernel_name(Kind kind, BlockShape shape);
+// The fully connected kernel on tiled CSR panels (SparseMatrix::tiled).
+constexpr const char* kTiledFcKernelName = "f32_sparse_fc_csr_tiled__avx2";
 
 // Block rows per parallel_for chunk so one chunk is about 64k multiply-adds.
 size_t block_row_grain(const SparseMatrix& w, double columns);
@@ -49,6 +51,9 @@ class SparseKernel : public Kernel {
   SparseKernel(const Node& node, const char* name) : label_(node_label(node)), name_(name) {}
   const char* name() const override { return name_; }
   [[noreturn]] void fail(const std::string& what) const { throw PluginError(label_ + ": " + what); }
+
+ protected:
+  void set_name(const char* name) { name_ = name; }  // once the layout is chosen
 
  private:
   std::string label_;

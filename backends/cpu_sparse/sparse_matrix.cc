@@ -1,6 +1,8 @@
 #include "sparse_matrix.h"
 
 #include <algorithm>
+#include <cstring>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
@@ -124,6 +126,205 @@ void add_row_panels(SparseMatrix* m) {
     }
     m->panel_ptr.push_back(m->panel_ptr.back() + steps);
   }
+  m->tiled = false;
+  m->tile_xoff.clear();
+  m->tile_pairs.clear();
+}
+
+namespace {
+
+constexpr int kTileWidth = 8;  // x values one tiled step can reach (one 8-float vector)
+
+bool tiles_fit(const SparseMatrix& m) {
+  return m.shape == BlockShape{1, 1} && m.rows > 0 && m.cols >= kTileWidth &&
+         m.cols <= SparseMatrix::kMaxPanelCols;
+}
+
+// The window of column k: windows are aligned to 8 except the last, which is moved left to
+// end at `cols` (so its vector load stays inside x; it overlaps the one before).
+int64_t window_of(int64_t k) { return k / kTileWidth; }
+int64_t window_start(int64_t w, int64_t cols) {
+  return std::min<int64_t>(w * kTileWidth, cols - kTileWidth);
+}
+
+// The rows of each tiled panel (kPanel slots per panel, -1 for padding). A panel takes as
+// many steps in a window as its fullest row has nonzeros there, so rows whose nonzeros
+// fall in the same windows belong together: greedily, a panel starts from the longest row
+// left and takes, seven times, the row (among the next kTilePool longest) that adds the
+// fewest steps. At 90 % random sparsity that saves 8-24 % of the steps over rows in order
+// (mlp 300-100, lstm gates 512x128); structured patterns gain more.
+constexpr int64_t kTilePool = 128;
+std::vector<int32_t> tile_row_order(const SparseMatrix& m) {
+  constexpr int P = SparseMatrix::kPanel;
+  const int64_t rows = m.rows, windows = (m.cols + kTileWidth - 1) / kTileWidth;
+  const int64_t panels = (rows + P - 1) / P;
+  std::vector<uint8_t> cnt(static_cast<size_t>(rows * windows), 0);  // nonzeros per (row, window) <= 8
+  for (int64_t n = 0; n < rows; ++n)
+    for (int32_t b = m.row_ptr[n]; b < m.row_ptr[n + 1]; ++b)
+      ++cnt[static_cast<size_t>(n * windows + window_of(m.col[b]))];
+  std::vector<int32_t> left(static_cast<size_t>(rows));
+  std::iota(left.begin(), left.end(), 0);
+  std::stable_sort(left.begin(), left.end(), [&](int32_t x, int32_t y) {
+    return m.row_ptr[x + 1] - m.row_ptr[x] > m.row_ptr[y + 1] - m.row_ptr[y];
+  });
+  std::vector<int32_t> order(static_cast<size_t>(panels * P), -1);
+  std::vector<uint8_t> most(static_cast<size_t>(windows));
+  size_t head = 0;  // left[head..) are the rows not placed yet, longest first
+  for (int64_t p = 0; p < panels; ++p) {
+    const int32_t seed = left[head++];
+    order[static_cast<size_t>(p * P)] = seed;
+    std::copy_n(cnt.begin() + seed * windows, windows, most.begin());
+    for (int r = 1; r < P && head < left.size(); ++r) {
+      size_t best = head;
+      int64_t best_add = -1;
+      const size_t end = std::min(left.size(), head + static_cast<size_t>(kTilePool));
+      for (size_t i = head; i < end; ++i) {
+        const uint8_t* c = cnt.data() + left[i] * windows;
+        int64_t add = 0;
+        for (int64_t w = 0; w < windows; ++w) add += c[w] > most[static_cast<size_t>(w)] ? c[w] - most[static_cast<size_t>(w)] : 0;
+        if (best_add < 0 || add < best_add) best_add = add, best = i;
+        if (add == 0) break;
+      }
+      const int32_t n = left[best];
+      std::rotate(left.begin() + static_cast<std::ptrdiff_t>(head), left.begin() + static_cast<std::ptrdiff_t>(best),
+                  left.begin() + static_cast<std::ptrdiff_t>(best) + 1);  // keeps the rest in order
+      ++head;
+      order[static_cast<size_t>(p * P + r)] = n;
+      const uint8_t* c = cnt.data() + n * windows;
+      for (int64_t w = 0; w < windows; ++w) most[static_cast<size_t>(w)] = std::max(most[static_cast<size_t>(w)], c[w]);
+    }
+  }
+  return order;
+}
+
+// Calls f(panel, window, steps) for every (panel, window) holding a nonzero, in order;
+// steps = the most nonzeros one row of the panel (rows per `order`) has in the window.
+template <class F>
+void for_each_tile(const SparseMatrix& m, const std::vector<int32_t>& order, F f) {
+  constexpr int P = SparseMatrix::kPanel;
+  const int64_t panels = (m.rows + P - 1) / P, windows = (m.cols + kTileWidth - 1) / kTileWidth;
+  std::vector<int32_t> count(static_cast<size_t>(windows)), most(static_cast<size_t>(windows));
+  for (int64_t p = 0; p < panels; ++p) {
+    std::fill(most.begin(), most.end(), 0);
+    for (int r = 0; r < P; ++r) {
+      const int32_t n = order[static_cast<size_t>(p * P + r)];
+      if (n < 0) continue;
+      std::fill(count.begin(), count.end(), 0);
+      for (int32_t b = m.row_ptr[n]; b < m.row_ptr[n + 1]; ++b) {
+        const size_t wi = static_cast<size_t>(window_of(m.col[b]));
+        most[wi] = std::max(most[wi], ++count[wi]);
+      }
+    }
+    for (int64_t wi = 0; wi < windows; ++wi)
+      if (most[static_cast<size_t>(wi)] > 0) f(p, wi, most[static_cast<size_t>(wi)]);
+  }
+}
+
+// The float nearest v whose three lowest mantissa bits are `lane` (SparseMatrix::tiled):
+// one of the three candidates 8 units in the last place apart around v, same sign.
+float with_lane(float v, int lane) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  const uint32_t mag = bits & 0x7fffffffu, sign = bits & 0x80000000u;
+  uint32_t best = (mag & ~7u) | static_cast<uint32_t>(lane);
+  auto dist = [&](uint32_t c) { return c > mag ? c - mag : mag - c; };
+  if (best >= 8 && dist(best - 8) < dist(best)) best -= 8;
+  if (best + 8 < 0x7f800000u && dist(best + 8) < dist(best)) best += 8;  // stay finite
+  bits = sign | best;
+  float out;
+  std::memcpy(&out, &bits, 4);
+  return out;
+}
+
+}  // namespace
+
+int64_t row_panel_steps(const SparseMatrix& m) {
+  if (m.rows <= 0 || m.shape.r != 1) return 0;
+  constexpr int P = SparseMatrix::kPanel;
+  std::vector<int32_t> nnz(static_cast<size_t>(m.rows));
+  for (int64_t n = 0; n < m.rows; ++n) nnz[static_cast<size_t>(n)] = m.row_ptr[n + 1] - m.row_ptr[n];
+  std::sort(nnz.begin(), nnz.end(), std::greater<int32_t>());
+  int64_t steps = 0;
+  for (size_t i = 0; i < nnz.size(); i += P) steps += nnz[i];  // a panel's longest row
+  return steps;
+}
+
+int64_t row_tile_steps(const SparseMatrix& m) {
+  if (!tiles_fit(m)) return 0;
+  int64_t steps = 0;
+  for_each_tile(m, tile_row_order(m), [&](int64_t, int64_t, int32_t s) { steps += s; });
+  return steps;
+}
+
+void add_row_tiles(SparseMatrix* m) {
+  if (!tiles_fit(*m)) return;
+  constexpr int P = SparseMatrix::kPanel;
+  const int64_t panels = (m->rows + P - 1) / P;
+  m->panel_row = tile_row_order(*m);
+  m->panel_col.clear();
+  // One panel's steps, built window by window, then laid out pairs first.
+  struct Step {
+    uint16_t x0;
+    float v[P];
+  };
+  std::vector<Step> steps, pairs, singles;
+  std::vector<int32_t> next(P);  // per row slot: its next nonzero not placed yet
+  std::vector<std::vector<Step>> by_panel(static_cast<size_t>(panels));
+  int64_t cur = -1;
+  auto flush = [&] {
+    if (cur < 0) return;
+    std::vector<Step>& out = by_panel[static_cast<size_t>(cur)];
+    out = pairs;
+    out.insert(out.end(), singles.begin(), singles.end());
+    m->tile_pairs[static_cast<size_t>(cur)] = static_cast<int32_t>(pairs.size());
+    pairs.clear();
+    singles.clear();
+  };
+  m->tile_pairs.assign(static_cast<size_t>(panels), 0);
+  for_each_tile(*m, m->panel_row, [&](int64_t p, int64_t wi, int32_t count) {
+    if (p != cur) {
+      flush();
+      for (int r = 0; r < P; ++r) {
+        const int32_t n = m->panel_row[static_cast<size_t>(p * P + r)];
+        next[static_cast<size_t>(r)] = n >= 0 ? m->row_ptr[n] : 0;
+      }
+      cur = p;
+    }
+    const int64_t x0 = window_start(wi, m->cols);
+    steps.assign(static_cast<size_t>(count), Step{static_cast<uint16_t>(x0), {}});
+    for (int r = 0; r < P; ++r) {
+      const int32_t n = m->panel_row[static_cast<size_t>(p * P + r)];
+      if (n < 0) continue;
+      int32_t& b = next[static_cast<size_t>(r)];
+      for (int32_t t = 0; b < m->row_ptr[n + 1] && window_of(m->col[b]) == wi; ++b, ++t)
+        steps[static_cast<size_t>(t)].v[r] = with_lane(m->values[static_cast<size_t>(b)], static_cast<int>(m->col[b] - x0));
+    }
+    const size_t even = steps.size() & ~size_t(1);
+    pairs.insert(pairs.end(), steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(even));
+    singles.insert(singles.end(), steps.begin() + static_cast<std::ptrdiff_t>(even), steps.end());
+  });
+  flush();
+  m->panel_ptr.assign(1, 0);
+  m->panel_val.clear();
+  m->tile_xoff.clear();
+  for (const auto& ps : by_panel) {
+    for (const Step& st : ps) {
+      m->tile_xoff.push_back(st.x0);
+      m->panel_val.insert(m->panel_val.end(), st.v, st.v + P);
+    }
+    m->panel_ptr.push_back(static_cast<int32_t>(m->tile_xoff.size()));
+  }
+  m->tiled = true;
+}
+
+void add_rows_layout(SparseMatrix* m, bool tiles_fast) {
+  if (tiles_fast && tiles_fit(*m) &&
+      kTileStepCost * static_cast<double>(row_tile_steps(*m)) <
+          kPanelStepCost * static_cast<double>(row_panel_steps(*m))) {
+    add_row_tiles(m);
+    return;
+  }
+  add_row_panels(m);
 }
 
 }  // namespace cpu_sparse

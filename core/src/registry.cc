@@ -134,6 +134,14 @@ Status Registry::load_path(const std::string& path, bool quiet_if_missing) {
 Status Registry::load_file(const std::string& path) {
   auto library = std::make_shared<LoadedLibrary>();
   library->path = fs::absolute(path).lexically_normal().string();
+  // The same file reached twice (a folder both in MINNOW_PLUGIN_PATH and the default
+  // search, or through a symlink) is already loaded: nothing to do, nothing to warn about.
+  boost::system::error_code ec;
+  const fs::path canon = fs::weakly_canonical(library->path, ec);
+  for (const auto& l : libraries_) {
+    boost::system::error_code ec2;
+    if (!ec && fs::weakly_canonical(l->path, ec2) == canon && !ec2) return Status::ok();
+  }
   try {
     library->lib.load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   } catch (const std::exception& e) {

@@ -108,6 +108,14 @@ TEST_SUITE("plugin_loader") {
     CHECK(e->plugins().size() == 1);
   }
 
+  TEST_CASE("the same file loaded twice is loaded once, without a complaint") {
+    auto e = bare_engine();
+    REQUIRE(e->load_plugin(tp("test_plugin.so")).is_ok());
+    CHECK(e->load_plugin(tp("test_plugin.so")).is_ok());
+    CHECK(e->load_plugin(tp("./test_plugin.so")).is_ok());  // another spelling of the path
+    CHECK(e->plugins().size() == 1);
+  }
+
   TEST_CASE("scanning a folder turns refusals into warnings and loads the rest") {
     EngineOptions o;
     o.use_environment = false;

@@ -6,6 +6,7 @@
 #include "kernels.h"
 #include "prune.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -227,6 +228,107 @@ TEST_CASE("rows (fully connected form) matches the dense product") {
               expect_close(got_p, want, what + " (panels simd)");
             }
   CHECK(cases > 200);
+}
+
+TEST_CASE("tiled row panels match the dense product on odd shapes") {
+  std::mt19937 rng(11);
+  const int64_t out_counts[] = {1, 7, 8, 9, 100, 129};
+  const int64_t in_counts[] = {8, 9, 13, 17, 64, 300, 301};
+  int cases = 0;
+  for (BlockShape prune_shape : kPruneShapes)
+    for (double sp : kSparsities)
+      for (int64_t N : out_counts)
+        for (int64_t K : in_counts) {
+          if (K % prune_shape.c) continue;
+          const int64_t M = 1 + (N + K) % 3;
+          ++cases;
+          auto w = random_vec(N * K, rng);
+          prune_blocks(w.data(), N, K, prune_shape, sp);
+          const int64_t ldx = K + (cases % 2), ldy = N + 1;
+          auto x = random_vec(M * ldx, rng);
+          auto bias = random_vec(N, rng);
+          const bool use_bias = cases % 2 == 0;
+          const float beta = cases % 3 == 0 ? 1.0f : 0.0f;
+          auto y0 = random_vec(M * ldy, rng);
+          std::vector<float> want = y0;
+          for (int64_t mm = 0; mm < M; ++mm)
+            for (int64_t n = 0; n < N; ++n) {
+              double acc = use_bias ? bias[n] : 0.0;
+              for (int64_t k = 0; k < K; ++k) acc += double(w[n * K + k]) * x[mm * ldx + k];
+              want[mm * ldy + n] = float(acc + beta * y0[mm * ldy + n]);
+            }
+          SparseMatrix m = pack(w.data(), N, K, K, BlockShape{1, 1});
+          add_row_tiles(&m);
+          REQUIRE(m.tiled);
+          REQUIRE(m.panels() == (N + SparseMatrix::kPanel - 1) / SparseMatrix::kPanel);
+          CHECK(static_cast<int64_t>(m.tile_xoff.size()) == row_tile_steps(m));
+          for (uint16_t x0 : m.tile_xoff) CHECK(x0 + 8 <= K);  // windows stay inside x
+          // Every nonzero sits in one slot, at its row and (window + lane) column, its value
+          // within 4 units in the last place of the original; padding slots are exact zeros.
+          int64_t placed = 0;
+          bool slots_ok = true;
+          for (int64_t p = 0; p < m.panels(); ++p)
+            for (int32_t t = m.panel_ptr[p]; t < m.panel_ptr[p + 1]; ++t)
+              for (int r = 0; r < 8; ++r) {
+                const float v = m.panel_val[size_t(t) * 8 + size_t(r)];
+                if (v == 0.0f) continue;
+                ++placed;
+                const int64_t n = m.panel_row[size_t(p * 8 + r)], k = m.tile_xoff[t] + SparseMatrix::tile_lane(v);
+                const float orig = n >= 0 && n < N && k < K ? w[n * K + k] : 0.0f;
+                if (orig == 0.0f || std::fabs(v - orig) > 4.0f * std::fabs(orig) / 8388608.0f)
+                  slots_ok = false;
+              }
+          CHECK(slots_ok);
+          CHECK(placed == m.blocks());
+          // Paired steps (the panel's first tile_pairs[p]) share their x window two by two.
+          bool pairs_ok = m.tile_pairs.size() == size_t(m.panels());
+          for (int64_t p = 0; pairs_ok && p < m.panels(); ++p) {
+            const int32_t t0 = m.panel_ptr[p], np = m.tile_pairs[size_t(p)];
+            pairs_ok = np % 2 == 0 && np <= m.panel_ptr[p + 1] - t0;
+            for (int32_t t = t0; pairs_ok && t < t0 + np; t += 2) pairs_ok = m.tile_xoff[t] == m.tile_xoff[t + 1];
+          }
+          CHECK(pairs_ok);
+          std::vector<int32_t> slots = m.panel_row;  // every row in exactly one slot
+          std::sort(slots.begin(), slots.end());
+          slots.erase(std::remove(slots.begin(), slots.end(), -1), slots.end());
+          CHECK(slots.size() == size_t(N));
+          for (size_t i = 0; i < slots.size(); ++i) CHECK(slots[i] == int32_t(i));
+          RowsArgs a{x.data(), ldx, 0, M, use_bias ? bias.data() : nullptr, beta, nullptr, ldy};
+          auto fresh_y = [&] {
+            std::vector<float> y = y0;
+            if (beta == 0.0f)
+              for (int64_t mm = 0; mm < M; ++mm)
+                for (int64_t n = 0; n < N; ++n) y[mm * ldy + n] = kNaN;
+            return y;
+          };
+          std::vector<float> got_ref = fresh_y(), got = fresh_y();
+          a.y = got_ref.data();
+          rows_panels_ref(m, a, 0, m.panels());
+          a.y = got.data();
+          const int64_t third = m.panels() / 3;
+          rows(m, a, 0, third);
+          rows(m, a, third, m.panels());
+          const std::string what = "tiles pruned " + prune_shape.str() + " sp " + std::to_string(sp) +
+                                   " N" + std::to_string(N) + " K" + std::to_string(K) +
+                                   " M" + std::to_string(M);
+          expect_close(got_ref, want, what + " (ref)");
+          expect_close(got, want, what + " (simd)");
+          // The layout choice keeps CSR panels where they cost less, and never tiles on a
+          // target without the tiled kernel.
+          SparseMatrix c = pack(w.data(), N, K, K, BlockShape{1, 1});
+          add_rows_layout(&c, false);
+          CHECK_FALSE(c.tiled);
+          add_rows_layout(&c, true);
+          CHECK(c.tiled == (kTileStepCost * double(row_tile_steps(c)) <
+                            kPanelStepCost * double(row_panel_steps(c))));
+        }
+  CHECK(cases > 300);
+  // Fewer than eight columns: no window fits, the matrix keeps its plain layout.
+  auto w = random_vec(5 * 7, rng);
+  SparseMatrix m = pack(w.data(), 5, 7, 7, BlockShape{1, 1});
+  add_row_tiles(&m);
+  CHECK_FALSE(m.tiled);
+  CHECK(row_tile_steps(m) == 0);
 }
 
 TEST_CASE("the pruning helper reaches the sparsity asked for") {
