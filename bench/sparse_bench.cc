@@ -153,8 +153,8 @@ std::shared_ptr<const Model> layer_model(const Layer& l, const Tensor& w) {
 }
 
 struct Point {
-  std::string kind, shape;
-  double density, ratio;
+  std::string kind, shape, layer;
+  double density, ratio;  // ratio = t_sparse / t_dense
 };
 
 void bench_layers(const std::shared_ptr<Engine>& engine, bool quick, std::vector<Point>* pts) {
@@ -195,27 +195,55 @@ void bench_layers(const std::shared_ptr<Engine>& engine, bool quick, std::vector
         std::printf("| %s | %s | %.0f%% | %.2f | %.2f | %.2fx |\n", l.name.c_str(), s.str().c_str(),
                     100 * sp, 1e3 * dense_ms, 1e3 * sparse_ms, dense_ms / sparse_ms);
         std::fflush(stdout);
-        pts->push_back({l.kind, s.str(), 1.0 - sp, sparse_ms / dense_ms});
+        pts->push_back({l.kind, s.str(), l.name, 1.0 - sp, sparse_ms / dense_ms});
       }
     }
     unsetenv("MINNOW_CPU_SPARSE_BLOCK");
   }
 }
 
+// Where one layer's measured ratio crosses 1 (sparse as fast as dense), interpolated
+// between the sparsities measured on either side: the sparsity of the first point that
+// wins when even the lowest one wins, 1 when none does.
+double measured_break_even(std::vector<Point> pts) {
+  std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) { return a.density > b.density; });
+  for (size_t i = 0; i < pts.size(); ++i) {
+    if (pts[i].ratio > 1.0) continue;
+    if (i == 0) return 1.0 - pts[0].density;
+    const Point &a = pts[i - 1], &b = pts[i];  // a loses, b wins
+    const double f = (a.ratio - 1.0) / (a.ratio - b.ratio);
+    return 1.0 - (a.density + f * (b.density - a.density));
+  }
+  return 1.0;
+}
+
 void print_fit(const std::vector<Point>& pts) {
-  std::printf("\nFit t_sparse/t_dense = r0 + slope*density (paste into thresholds.cc):\n");
+  std::printf("\nFit t_sparse/t_dense = r0 + slope*density, and the highest measured break-even of\n"
+              "the layers of each kind (paste into thresholds.cc):\n");
   for (const char* kind : {"fc", "conv1x1", "conv_im2col"})
     for (const char* shape : {"1x1", "1x4", "4x1", "1x8"}) {
       double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+      std::map<std::string, std::vector<Point>> by_layer;
       for (const Point& p : pts)
         if (p.kind == kind && p.shape == shape) {
           n += 1; sx += p.density; sy += p.ratio; sxx += p.density * p.density; sxy += p.density * p.ratio;
+          by_layer[p.layer].push_back(p);
         }
       if (n < 2) continue;
       const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx), r0 = (sy - slope * sx) / n;
+      double worst = 0;
+      std::string per_layer;
+      for (const auto& kv : by_layer) {
+        const double be = measured_break_even(kv.second);
+        worst = std::max(worst, be);
+        char b[96];
+        std::snprintf(b, sizeof(b), "%s%s %.0f%%", per_layer.empty() ? "" : ", ", kv.first.c_str(), 100 * be);
+        per_layer += b;
+      }
       const char* k = std::strcmp(kind, "fc") == 0 ? "kFc" : std::strcmp(kind, "conv1x1") == 0 ? "kConv1x1" : "kConvIm2col";
-      std::printf("    {Kind::%s, {%c, %c}, %.4f, %.4f},  // break-even sparsity %.0f%%\n", k, shape[0],
-                  shape[2], r0, slope, slope > 0 ? 100 * (1 - std::min(1.0, (1 - r0) / slope)) : 100.0);
+      std::printf("    {Kind::%s, {%c, %c}, %.4f, %.4f, %.2f},  // fit break-even %.0f%%; measured: %s\n", k,
+                  shape[0], shape[2], r0, slope, worst,
+                  slope > 0 ? 100 * (1 - std::min(1.0, (1 - r0) / slope)) : 100.0, per_layer.c_str());
     }
 }
 

@@ -11,36 +11,36 @@ namespace {
 
 // ---- Measured table ----------------------------------------------------------------
 // Measured by `RUNS=41 bench/sparse.sh build` (sparse_bench --runs 41 --fit ...) run three
-// times in a row, 2026-12-01 12:15 UTC, load average 0.1-0.6 (quiet), on the x86 build
-// machine (AMD EPYC Zen 3, 2 cores, AVX2 + FMA: Highway target AVX2), 1 thread, against
-// cpu_dense's SIMD kernels (packed-panel f32_gemm_6x2v, conv via packed GEMM); each row is
-// the median over the three runs of the coefficients --fit printed. Timing: dense and
-// sparse in alternating samples of as many runs as last ~0.2 ms (sparse_bench time_pair);
-// the three fits agree within 4 points of break-even, where single-run samples (the
-// table before) moved by up to 25 %. Layers: MobileNetV2 1x1 stack 56x56x24-144,
-// 28x28x32-192, 14x14x64-384, 7x7x160-960; conv3x3 28x28x32-32 pad 1; fc 784-300, 300-100,
-// 512x128; sparsity 30-95 %. Examples behind the fit (dense/sparse, medians): conv1x1
-// 7x7x160-960 CSR 90 %: 5.37x, 1x4 70 %: 2.14x, 1x4 50 %: 1.32x; fc 784-300 CSR 90 %:
-// 2.01x, 1x4 50 %: 1.08x; fc 300-100 CSR 90 %: 1.39x; fc 512x128 CSR 90 %: 1.32x, 1x4 50 %:
-// 0.93x (so 1x4 fc now breaks even at 52 %, and 50 % stays dense), CSR 50 %: 0.33x. The
-// im2col sparse convolution never breaks even against the packed dense GEMM (im2col
-// dominates it), so general convolutions stay dense.
-// Previous tables: 2026-12-01 11:42 (single-run samples, fc 1x4 at 44 %), 2026-12-01 before
-// the strip / panel kernels (fc / 1x1 at 18-88 %), 2025-05 against the scalar reference
-// dense kernels.
+// times in a row, 2026-12-01 16:03 UTC, load average 1.0-1.5, on the x86 build machine
+// (AMD EPYC Zen 3, 2 cores, AVX2 + FMA: Highway target AVX2), 1 thread, against
+// cpu_dense's SIMD kernels (packed-panel f32_gemm_6x2v, conv via packed GEMM), after the
+// tiled CSR panels (fc 1x1). r0 and slope: the median over the three runs of each
+// coefficient --fit printed; break-even: per layer the median over the runs of where its
+// ratio crosses 1, then the highest layer ("30%" = already faster at the lowest sparsity
+// measured). Timing: dense and sparse in alternating samples of as many runs as last
+// ~0.2 ms (sparse_bench time_pair). Layers: MobileNetV2 1x1 stack 56x56x24-144,
+// 28x28x32-192, 14x14x64-384, 7x7x160-960; conv3x3 28x28x32-32 pad 1; fc 784-300,
+// 300-100, 512x128; sparsity 30-95 %. Examples (dense/sparse, three runs): fc 300-100
+// CSR 90 %: 2.10x 1.91x 1.94x, 1x4 70 %: 1.71x 1.62x 1.60x; fc 512x128 CSR 90 %: 2.29x
+// 1.84x 1.95x; fc 784-300 CSR 90 %: 3.34x, 2.68x (third run). The im2col sparse
+// convolution never breaks even against the packed dense GEMM (im2col dominates it), so
+// general convolutions stay dense.
+// Previous tables: 2026-12-01 12:15 (CSR panels: fc CSR break-even 83 %, fit only),
+// 11:42 (single-run samples), before the strip / panel kernels (fc / 1x1 at 18-88 %),
+// 2025-05 against the scalar reference dense kernels.
 const Calibration kTable[] = {
-    {Kind::kFc, {1, 1}, 0.1993, 4.7694},  // break-even sparsity 83%
-    {Kind::kFc, {1, 4}, 0.1540, 1.7554},  // break-even sparsity 52%
-    {Kind::kFc, {4, 1}, 0.0979, 2.3139},  // break-even sparsity 61%
-    {Kind::kFc, {1, 8}, 0.2006, 1.2807},  // break-even sparsity 38%
-    {Kind::kConv1x1, {1, 1}, 0.1197, 1.2641},  // break-even sparsity 30%
-    {Kind::kConv1x1, {1, 4}, 0.1351, 1.2085},  // break-even sparsity 28%
-    {Kind::kConv1x1, {4, 1}, 0.1366, 0.9525},  // break-even sparsity 9%
-    {Kind::kConv1x1, {1, 8}, 0.1388, 1.1535},  // break-even sparsity 25%
-    {Kind::kConvIm2col, {1, 1}, 1.3016, 1.3128},  // break-even sparsity 123%
-    {Kind::kConvIm2col, {1, 4}, 1.3063, 1.2508},  // break-even sparsity 124%
-    {Kind::kConvIm2col, {4, 1}, 1.3224, 0.7030},  // break-even sparsity 146%
-    {Kind::kConvIm2col, {1, 8}, 1.3304, 1.1513},  // break-even sparsity 129%
+    {Kind::kFc, {1, 1}, 0.3441, 1.3646, 0.55},  // fit 52%; measured: lstm_fc_gates_512x128 54%, mlp_fc_300-100 55%, mlp_fc_784-300 50%
+    {Kind::kFc, {1, 4}, 0.1668, 1.4992, 0.49},  // fit 44%; measured: lstm_fc_gates_512x128 49%, mlp_fc_300-100 47%, mlp_fc_784-300 37%
+    {Kind::kFc, {4, 1}, 0.1505, 2.7042, 0.70},  // fit 69%; measured: lstm_fc_gates_512x128 70%, mlp_fc_300-100 70%, mlp_fc_784-300 63%
+    {Kind::kFc, {1, 8}, 0.3382, 1.2984, 0.61},  // fit 49%; measured: lstm_fc_gates_512x128 61%, mlp_fc_784-300 36%
+    {Kind::kConv1x1, {1, 1}, 0.1125, 1.2591, 0.35},  // fit 30%; measured: mbv2_1x1_14x14x64-384 31%, mbv2_1x1_28x28x32-192 30%, mbv2_1x1_56x56x24-144 30%, mbv2_1x1_7x7x160-960 35%
+    {Kind::kConv1x1, {1, 4}, 0.1420, 1.1652, 0.33},  // fit 26%; measured: mbv2_1x1_14x14x64-384 30%, mbv2_1x1_28x28x32-192 30%, mbv2_1x1_56x56x24-144 30%, mbv2_1x1_7x7x160-960 33%
+    {Kind::kConv1x1, {4, 1}, 0.1486, 0.9834, 0.30},  // fit 13%; measured: mbv2_1x1_14x14x64-384 30%, mbv2_1x1_28x28x32-192 30%, mbv2_1x1_56x56x24-144 30%, mbv2_1x1_7x7x160-960 30%
+    {Kind::kConv1x1, {1, 8}, 0.1437, 1.0808, 0.30},  // fit 21%; measured: mbv2_1x1_14x14x64-384 30%, mbv2_1x1_28x28x32-192 30%, mbv2_1x1_56x56x24-144 30%, mbv2_1x1_7x7x160-960 30%
+    {Kind::kConvIm2col, {1, 1}, 1.3371, 0.9562, 1.00},  // fit 135%; measured: conv3x3_28x28x32-32 100%
+    {Kind::kConvIm2col, {1, 4}, 1.3218, 0.8724, 1.00},  // fit 137%; measured: conv3x3_28x28x32-32 100%
+    {Kind::kConvIm2col, {4, 1}, 1.3143, 0.7356, 1.00},  // fit 143%; measured: conv3x3_28x28x32-32 100%
+    {Kind::kConvIm2col, {1, 8}, 1.3466, 0.8101, 1.00},  // fit 143%; measured: conv3x3_28x28x32-32 100%
 };
 
 std::string pct(double v) {
@@ -93,9 +93,7 @@ const Calibration* calibration(Kind kind, BlockShape shape) {
 double break_even_sparsity(Kind kind, BlockShape shape) {
   const Calibration* c = calibration(kind, shape);
   if (!c) return 1.0;
-  if (c->slope <= 0) return c->r0 < 1.0 ? kMinSparsity : 1.0;  // flat or falling: r0 decides
-  const double density = std::clamp((1.0 - c->r0) / c->slope, 0.0, 1.0);
-  return std::max(kMinSparsity, 1.0 - density);
+  return std::clamp(c->break_even, kMinSparsity, 1.0);
 }
 
 double predicted_ratio(Kind kind, BlockShape shape, double block_sparsity) {

@@ -3,7 +3,9 @@
 //
 // For each kernel kind and block shape, bench/sparse.sh measures t_sparse / t_dense (same
 // run, median of many) at several sparsities and fits a line in the fraction of blocks
-// kept ("density"):  ratio(d) = r0 + slope * d.  Break-even is where ratio = 1. The table
+// kept ("density"):  ratio(d) = r0 + slope * d, which ranks the shapes and prices the bid.
+// Break-even, the sparsity the backend bids above, is measured per layer: the highest
+// sparsity where a layer of that kind still ran slower sparse. The table
 // lives in thresholds.cc with the numbers it came from; re-measuring after cpu_dense
 // changes is one run of bench/sparse.sh --fit and pasting the printed table.
 #pragma once
@@ -25,7 +27,12 @@ const char* kind_name(Kind k);
 struct Calibration {
   Kind kind;
   BlockShape shape;
-  double r0, slope;  // t_sparse / t_dense = r0 + slope * density
+  double r0, slope;  // t_sparse / t_dense = r0 + slope * density, over all layers measured
+  // The sparsity above which every layer measured of this kind ran faster sparse (each
+  // layer's ratio interpolated where it crosses 1, the highest of them): the line above
+  // is a fit over layers and sparsities, and near break-even it is too hopeful for the
+  // small layers (fc 300-100 CSR: the line says 52 %, the layer breaks even at 60 %).
+  double break_even;
 };
 
 // cpu_dense's bid, in ns: kDenseNsPerFlop * flops (backends/cpu_dense/backend.cc). Our
