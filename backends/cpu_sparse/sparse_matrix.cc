@@ -140,12 +140,8 @@ bool tiles_fit(const SparseMatrix& m) {
          m.cols <= SparseMatrix::kMaxPanelCols;
 }
 
-// The window of column k: windows are aligned to 8 except the last, which is moved left to
-// end at `cols` (so its vector load stays inside x; it overlaps the one before).
+// The aligned window of column k, what the row grouping compares rows by.
 int64_t window_of(int64_t k) { return k / kTileWidth; }
-int64_t window_start(int64_t w, int64_t cols) {
-  return std::min<int64_t>(w * kTileWidth, cols - kTileWidth);
-}
 
 // The rows of each tiled panel (kPanel slots per panel, -1 for padding). A panel takes as
 // many steps in a window as its fullest row has nonzeros there, so rows whose nonzeros
@@ -197,26 +193,63 @@ std::vector<int32_t> tile_row_order(const SparseMatrix& m) {
   return order;
 }
 
-// Calls f(panel, window, steps) for every (panel, window) holding a nonzero, in order;
-// steps = the most nonzeros one row of the panel (rows per `order`) has in the window.
+// Where a window may start for the columns [j, ...): its vector load must stay inside x.
+int64_t window_load_start(int64_t j, int64_t cols) { return std::min<int64_t>(j, cols - kTileWidth); }
+
+// Calls f(panel, j, i, steps) for the segments [j, i) of at most 8 columns that a panel's
+// steps read x in, in order, skipping empty ones; steps = the most nonzeros one row of the
+// panel (rows per `order`) has in the segment. The segments are chosen per panel, not
+// aligned to multiples of 8: a dynamic programme over the columns finds the cut with the
+// least cost, a step in a pair counting 4 and a single one 5 (the pairs' shared x load).
+// Against aligned windows that is 6-13 % fewer steps at 90 % random sparsity (mlp and
+// lstm fc layers).
 template <class F>
 void for_each_tile(const SparseMatrix& m, const std::vector<int32_t>& order, F f) {
   constexpr int P = SparseMatrix::kPanel;
-  const int64_t panels = (m.rows + P - 1) / P, windows = (m.cols + kTileWidth - 1) / kTileWidth;
-  std::vector<int32_t> count(static_cast<size_t>(windows)), most(static_cast<size_t>(windows));
+  const int64_t K = m.cols, panels = (m.rows + P - 1) / P;
+  const size_t stride = static_cast<size_t>(K + 1);
+  std::vector<int32_t> cs(static_cast<size_t>(P) * stride);  // per row slot: nonzeros before column k
+  std::vector<int64_t> best(stride);
+  std::vector<int32_t> cut(stride), most(stride);
+  auto cost = [](int32_t c) { return int64_t(4) * (c & ~1) + int64_t(5) * (c & 1); };
   for (int64_t p = 0; p < panels; ++p) {
-    std::fill(most.begin(), most.end(), 0);
+    std::fill(cs.begin(), cs.end(), 0);
     for (int r = 0; r < P; ++r) {
       const int32_t n = order[static_cast<size_t>(p * P + r)];
       if (n < 0) continue;
-      std::fill(count.begin(), count.end(), 0);
-      for (int32_t b = m.row_ptr[n]; b < m.row_ptr[n + 1]; ++b) {
-        const size_t wi = static_cast<size_t>(window_of(m.col[b]));
-        most[wi] = std::max(most[wi], ++count[wi]);
+      int32_t* c = cs.data() + static_cast<size_t>(r) * stride;
+      for (int32_t b = m.row_ptr[n]; b < m.row_ptr[n + 1]; ++b) ++c[m.col[b] + 1];
+      for (int64_t k = 1; k <= K; ++k) c[k] += c[k - 1];
+    }
+    best[0] = 0;
+    for (int64_t i = 1; i <= K; ++i) {
+      best[static_cast<size_t>(i)] = -1;
+      for (int64_t j = i - 1; j >= std::max<int64_t>(0, i - kTileWidth); --j) {
+        int32_t c = 0;
+        for (int r = 0; r < P; ++r) {
+          const int32_t* row = cs.data() + static_cast<size_t>(r) * stride;
+          c = std::max(c, row[i] - row[j]);
+        }
+        const int64_t v = best[static_cast<size_t>(j)] + cost(c);
+        if (best[static_cast<size_t>(i)] < 0 || v < best[static_cast<size_t>(i)]) {
+          best[static_cast<size_t>(i)] = v;
+          cut[static_cast<size_t>(i)] = static_cast<int32_t>(j);
+          most[static_cast<size_t>(i)] = c;
+        }
       }
     }
-    for (int64_t wi = 0; wi < windows; ++wi)
-      if (most[static_cast<size_t>(wi)] > 0) f(p, wi, most[static_cast<size_t>(wi)]);
+    std::vector<std::pair<int64_t, int64_t>> segs;  // backwards from K
+    for (int64_t i = K; i > 0; i = cut[static_cast<size_t>(i)])
+      if (most[static_cast<size_t>(i)] > 0) segs.emplace_back(cut[static_cast<size_t>(i)], i);
+    for (auto it = segs.rbegin(); it != segs.rend(); ++it) {
+      const int64_t j = it->first, i = it->second;
+      int32_t c = 0;
+      for (int r = 0; r < P; ++r) {
+        const int32_t* row = cs.data() + static_cast<size_t>(r) * stride;
+        c = std::max(c, row[i] - row[j]);
+      }
+      f(p, j, i, c);
+    }
   }
 }
 
@@ -252,7 +285,7 @@ int64_t row_panel_steps(const SparseMatrix& m) {
 int64_t row_tile_steps(const SparseMatrix& m) {
   if (!tiles_fit(m)) return 0;
   int64_t steps = 0;
-  for_each_tile(m, tile_row_order(m), [&](int64_t, int64_t, int32_t s) { steps += s; });
+  for_each_tile(m, tile_row_order(m), [&](int64_t, int64_t, int64_t, int32_t s) { steps += s; });
   return steps;
 }
 
@@ -281,7 +314,7 @@ void add_row_tiles(SparseMatrix* m) {
     singles.clear();
   };
   m->tile_pairs.assign(static_cast<size_t>(panels), 0);
-  for_each_tile(*m, m->panel_row, [&](int64_t p, int64_t wi, int32_t count) {
+  for_each_tile(*m, m->panel_row, [&](int64_t p, int64_t j, int64_t i, int32_t count) {
     if (p != cur) {
       flush();
       for (int r = 0; r < P; ++r) {
@@ -290,13 +323,13 @@ void add_row_tiles(SparseMatrix* m) {
       }
       cur = p;
     }
-    const int64_t x0 = window_start(wi, m->cols);
+    const int64_t x0 = window_load_start(j, m->cols);
     steps.assign(static_cast<size_t>(count), Step{static_cast<uint16_t>(x0), {}});
     for (int r = 0; r < P; ++r) {
       const int32_t n = m->panel_row[static_cast<size_t>(p * P + r)];
       if (n < 0) continue;
       int32_t& b = next[static_cast<size_t>(r)];
-      for (int32_t t = 0; b < m->row_ptr[n + 1] && window_of(m->col[b]) == wi; ++b, ++t)
+      for (int32_t t = 0; b < m->row_ptr[n + 1] && m->col[b] < i; ++b, ++t)
         steps[static_cast<size_t>(t)].v[r] = with_lane(m->values[static_cast<size_t>(b)], static_cast<int>(m->col[b] - x0));
     }
     const size_t even = steps.size() & ~size_t(1);

@@ -60,11 +60,12 @@ struct SparseMatrix {
 
   // Tiled panels (add_row_tiles, CSR only), the other batch-1 layout: panel_row holds the
   // rows of each panel (grouped so that their nonzeros fall in the same windows), and
-  // every lane of step t reads x in one window of eight columns, x[tile_xoff[t] + lane]:
+  // every lane of step t reads x in one window of eight columns, x[tile_xoff[t] + lane]
+  // (windows cut per panel where they cost least, not aligned; see for_each_tile):
   // the step loads those eight x values once and permutes them into place (one vpermps)
   // instead of eight scalar loads and shuffles. A panel takes, per window of eight columns,
   // as many steps as its fullest row has nonzeros there (zero-padded): at 90 % random
-  // sparsity about 2.3 times the CSR panel's steps, each under a third of the work.
+  // sparsity about 2.1 times the CSR panel's steps, each under a third of the work.
   // The lane of a slot is kept in the three lowest mantissa bits of its weight in
   // panel_val (tile_lane()): vpermps reads only those bits of each index, so the weights
   // are their own permutation and a step loads two vectors, not three. Each weight moves
