@@ -23,6 +23,7 @@ namespace fbs = minnow::fb;
 namespace {
 
 constexpr size_t kAlign = 64;
+constexpr size_t kMinAlign = 8;  // buffers not read in place (format 1.2)
 constexpr size_t kMaxRank = MN_MAX_RANK;
 
 size_t align_up(size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
@@ -59,14 +60,20 @@ flatbuffers::Offset<fbs::Encoding> write_stage(flatbuffers::FlatBufferBuilder& b
   return fbs::CreateEncoding(b, fbs::EncodingStage::HuffmanEncoding, e.Union());
 }
 
+// Strings are shared (one copy of "kernel_shape", "Conv", a plugin version ... however
+// often they occur) and empty ones are left out: the reader takes an absent string as "".
+flatbuffers::Offset<flatbuffers::String> shared(flatbuffers::FlatBufferBuilder& b, const std::string& s) {
+  return s.empty() ? flatbuffers::Offset<flatbuffers::String>() : b.CreateSharedString(s);
+}
+
 flatbuffers::Offset<fbs::Attribute> write_attr(flatbuffers::FlatBufferBuilder& b,
                                                const ir::Attribute& a) {
-  auto name = b.CreateString(a.name);
+  auto name = b.CreateSharedString(a.name);  // required, so written even when empty
   flatbuffers::Offset<flatbuffers::String> s;
   flatbuffers::Offset<flatbuffers::Vector<int64_t>> ints;
   flatbuffers::Offset<flatbuffers::Vector<float>> floats;
   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>> strings;
-  if (a.type == ir::AttrType::kString) s = b.CreateString(a.s);
+  if (a.type == ir::AttrType::kString) s = b.CreateSharedString(a.s);
   if (a.type == ir::AttrType::kInts) ints = b.CreateVector(a.ints);
   if (a.type == ir::AttrType::kFloats) floats = b.CreateVector(a.floats);
   if (a.type == ir::AttrType::kStrings) strings = b.CreateVectorOfStrings(a.strings);
@@ -220,36 +227,60 @@ Result<std::vector<uint8_t>> serialize_model(const ir::ModelIR& m) {
 
   std::vector<flatbuffers::Offset<fbs::Tensor>> tensors;
   for (const auto& t : g.tensors) {
-    std::vector<flatbuffers::Offset<fbs::Dim>> dims;
-    for (const auto& d : t.shape)
-      dims.push_back(fbs::CreateDim(b, d.value, d.symbol.empty() ? 0 : b.CreateString(d.symbol)));
+    // Plain sizes (`dims`) unless a dimension is symbolic; nothing for an unknown rank.
+    bool symbolic = false;
+    for (const auto& d : t.shape) symbolic = symbolic || !d.symbol.empty();
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fbs::Dim>>> shape;
+    flatbuffers::Offset<flatbuffers::Vector<int64_t>> plain;
+    if (symbolic) {
+      std::vector<flatbuffers::Offset<fbs::Dim>> dims;
+      for (const auto& d : t.shape) dims.push_back(fbs::CreateDim(b, d.value, shared(b, d.symbol)));
+      shape = b.CreateVector(dims);
+    } else if (!t.shape.empty()) {
+      std::vector<int64_t> v;
+      for (const auto& d : t.shape) v.push_back(d.value);
+      plain = b.CreateVector(v);
+    }
     std::vector<flatbuffers::Offset<fbs::Encoding>> encs;
     for (const auto& st : t.encodings) encs.push_back(write_stage(b, st));
     flatbuffers::Offset<fbs::QuantParams> q;
     if (!t.quant.empty())
-      q = fbs::CreateQuantParams(b, b.CreateVector(t.quant.scale), b.CreateVector(t.quant.zero_point),
+      q = fbs::CreateQuantParams(b, b.CreateVector(t.quant.scale),
+                                 t.quant.zero_point.empty() ? 0 : b.CreateVector(t.quant.zero_point),
                                  t.quant.axis, t.quant.bits, t.quant.symmetric);
-    tensors.push_back(fbs::CreateTensor(b, b.CreateString(t.name),
-                                        static_cast<fbs::DataType>(t.dtype), b.CreateVector(dims),
-                                        t.has_shape, encs.empty() ? 0 : b.CreateVector(encs), q));
+    tensors.push_back(fbs::CreateTensor(b, b.CreateSharedString(t.name),
+                                        static_cast<fbs::DataType>(t.dtype), shape,
+                                        t.has_shape, encs.empty() ? 0 : b.CreateVector(encs), q,
+                                        plain));
   }
   std::vector<flatbuffers::Offset<fbs::Node>> nodes;
   for (const auto& n : g.nodes) {
     std::vector<flatbuffers::Offset<fbs::Attribute>> attrs;
     for (const auto& a : n.attributes) attrs.push_back(write_attr(b, a));
-    nodes.push_back(fbs::CreateNode(b, b.CreateString(n.name), b.CreateString(n.domain),
-                                    b.CreateString(n.op), n.op_version, b.CreateVector(n.inputs),
-                                    b.CreateVector(n.outputs), b.CreateVector(attrs)));
+    nodes.push_back(fbs::CreateNode(b, shared(b, n.name), shared(b, n.domain),
+                                    b.CreateSharedString(n.op), n.op_version, b.CreateVector(n.inputs),
+                                    b.CreateVector(n.outputs), attrs.empty() ? 0 : b.CreateVector(attrs)));
   }
-  auto graph = fbs::CreateGraph(b, b.CreateString(g.name), b.CreateVector(tensors),
+  auto graph = fbs::CreateGraph(b, shared(b, g.name), b.CreateVector(tensors),
                                 b.CreateVector(nodes), b.CreateVector(g.inputs),
                                 b.CreateVector(g.outputs));
 
-  // Data section: each buffer at the next 64-byte boundary.
+  // Data section: a buffer a dense stage of the tensor's own type reads (weights used in
+  // place, zero-copy; dense int8 values with a scale are dequantized instead) at the
+  // next 64-byte boundary; the others (codebook indices, Huffman and sparse index streams,
+  // always decoded) at the next 8 bytes: up to 56 bytes less padding each, which is a few
+  // percent of a compressed model of a few kilobytes.
+  std::vector<bool> in_place(m.buffers.size(), false);
+  for (const auto& t : g.tensors)
+    for (const auto& st : t.encodings)
+      if (auto* d = std::get_if<ir::DenseStage>(&st))  // stored as the tensor's own type
+        if (d->buffer < in_place.size() && (d->element_type == t.dtype || t.encodings.size() > 1))
+          in_place[d->buffer] = true;
   std::vector<fbs::Buffer> buffers;
   size_t data_size = 0;
-  for (const auto& blob : m.buffers) {
-    data_size = align_up(data_size);
+  for (size_t i = 0; i < m.buffers.size(); ++i) {
+    const auto& blob = m.buffers[i];
+    data_size = in_place[i] ? align_up(data_size) : (data_size + kMinAlign - 1) / kMinAlign * kMinAlign;
     buffers.emplace_back(data_size, blob.size);
     data_size += blob.size;
   }
@@ -260,18 +291,18 @@ Result<std::vector<uint8_t>> serialize_model(const ir::ModelIR& m) {
 
   std::vector<flatbuffers::Offset<fbs::KeyValue>> meta;
   for (const auto& kv : m.metadata)
-    meta.push_back(fbs::CreateKeyValue(b, b.CreateString(kv.first), b.CreateString(kv.second)));
+    meta.push_back(fbs::CreateKeyValue(b, b.CreateSharedString(kv.first), shared(b, kv.second)));
   std::vector<flatbuffers::Offset<fbs::CompressionRecord>> log;
   for (const auto& r : m.compression_log)
     log.push_back(fbs::CreateCompressionRecord(
-        b, b.CreateString(r.plugin), b.CreateString(r.plugin_version), b.CreateString(r.parameters),
-        r.size_before, r.size_after, b.CreateString(r.metric), r.metric_before, r.metric_after,
-        b.CreateString(r.timestamp)));
+        b, shared(b, r.plugin), shared(b, r.plugin_version), shared(b, r.parameters),
+        r.size_before, r.size_after, shared(b, r.metric), r.metric_before, r.metric_after,
+        shared(b, r.timestamp)));
   std::vector<flatbuffers::Offset<fbs::OpsetImport>> opsets;
   for (const auto& o : m.opsets)
-    opsets.push_back(fbs::CreateOpsetImport(b, b.CreateString(o.domain), o.version));
+    opsets.push_back(fbs::CreateOpsetImport(b, shared(b, o.domain), o.version));
 
-  auto root = fbs::CreateModel(b, kFormatMajor, kFormatMinor, b.CreateString(m.producer), graph,
+  auto root = fbs::CreateModel(b, kFormatMajor, kFormatMinor, shared(b, m.producer), graph,
                                b.CreateVectorOfStructs(buffers), b.CreateVector(meta),
                                b.CreateVector(log), b.CreateVector(opsets), crc);
   fbs::FinishSizePrefixedModelBuffer(b, root);
@@ -311,15 +342,18 @@ Result<ir::ModelIR> parse_model(const uint8_t* data, size_t size,
   if (fm->buffers()) {
     if (data_size > 0 && fm->data_crc32() != crc32_of(data + data_start, data_size))
       return invalid_argument(origin + ": data section checksum mismatch (corrupted or truncated weights)");
-    bool zero_copy = owner && reinterpret_cast<uintptr_t>(data) % kAlign == 0;
+    const bool aligned_file = owner && reinterpret_cast<uintptr_t>(data) % kAlign == 0;
     for (size_t i = 0; i < fm->buffers()->size(); ++i) {
       // Struct elements may be misaligned in a crafted file (see vec()): copy them out.
       uint64_t off, len;
       const uint8_t* raw = reinterpret_cast<const uint8_t*>(fm->buffers()->Data()) + i * sizeof(fbs::Buffer);
       std::memcpy(&off, raw, 8);
       std::memcpy(&len, raw + 8, 8);
-      if (off % kAlign != 0)
-        return invalid_argument(origin + ": buffer " + std::to_string(i) + " is not 64-byte aligned");
+      if (off % kMinAlign != 0)
+        return invalid_argument(origin + ": buffer " + std::to_string(i) + " is not 8-byte aligned");
+      // In place only at 64 bytes (what dense weights get); anything else is copied into an
+      // aligned block, so no kernel ever sees a weight pointer of lesser alignment.
+      const bool zero_copy = aligned_file && off % kAlign == 0;
       if (off > data_size || len > data_size - off)
         return invalid_argument(origin + ": buffer " + std::to_string(i) + " [" + std::to_string(off) + ", +" + std::to_string(len) + ") lies outside the data section (" + std::to_string(data_size) + " bytes): truncated file?");
       if (zero_copy) {
@@ -344,7 +378,11 @@ Result<ir::ModelIR> parse_model(const uint8_t* data, size_t size,
       t.name = str(ft->name());
       t.dtype = static_cast<DataType>(ft->dtype());
       t.has_shape = ft->has_shape();
-      if (ft->shape()) {
+      if (ft->dims()) {
+        if (ft->dims()->size() > kMaxRank)
+          return invalid_argument(origin + ": tensor '" + t.name + "' has rank " + std::to_string(ft->dims()->size()) + " above " + std::to_string(kMaxRank));
+        for (int64_t v : vec(ft->dims())) t.shape.push_back(ir::Dim{v, std::string()});
+      } else if (ft->shape()) {
         if (ft->shape()->size() > kMaxRank)
           return invalid_argument(origin + ": tensor '" + t.name + "' has rank " + std::to_string(ft->shape()->size()) + " above " + std::to_string(kMaxRank));
         for (const fbs::Dim* d : *ft->shape()) {

@@ -69,6 +69,73 @@ TEST_SUITE("model_format") {
     for (const auto& blob : m.value()->ir().buffers) CHECK(reinterpret_cast<uintptr_t>(blob.data) % 64 == 0);
   }
 
+  TEST_CASE("format 1.2: plain dims, shared and omitted strings, 8-byte offsets for encoded data") {
+    test::Mlp mlp(1, 16, 8, 6, 3);
+    ModelBuilder b = mlp.builder(true);
+    for (auto& n : b.ir().graph.nodes) n.name.clear();  // nameless nodes
+    // A codebook-coded copy of w2: its index buffer is decoded, so it need not be 64-aligned.
+    auto& g0 = b.ir().graph;
+    const int w2 = g0.find_tensor("w2");
+    REQUIRE(w2 >= 0);
+    const int64_t n = shape_elements(g0.tensors[w2].static_shape());
+    std::vector<uint8_t> idx(static_cast<size_t>(n), 0);
+    for (int64_t i = 0; i < n; ++i) idx[size_t(i)] = uint8_t(i % 3);
+    b.ir().buffers.push_back(ir::Blob::copy_of(idx.data(), idx.size()));
+    g0.tensors[w2].encodings = {ir::CodebookStage{{-1.f, 0.f, 1.f}, 8, uint32_t(b.ir().buffers.size() - 1), n}};
+    auto bytes = b.serialize();
+    REQUIRE_MESSAGE(bytes.is_ok(), bytes.status().message());
+    // In the file: symbolic shapes keep Dim tables, the others are plain dims.
+    const fb::Model* fm = fb::GetSizePrefixedModel(bytes.value().data());
+    int plain = 0, tables = 0;
+    for (const fb::Tensor* t : *fm->graph()->tensors()) {
+      if (t->dims()) ++plain;
+      if (t->shape()) ++tables;
+      CHECK_FALSE((t->dims() && t->shape()));
+    }
+    CHECK(tables == 1);  // the input, [N, 16]
+    CHECK(plain >= 4);
+    for (const fb::Node* nd : *fm->graph()->nodes()) CHECK(nd->name() == nullptr);
+    // Shared strings: the two "Gemm" ops point at one string.
+    const fb::Node *ga = nullptr, *gb = nullptr;
+    for (const fb::Node* nd : *fm->graph()->nodes())
+      if (nd->op()->str() == "Gemm") (ga ? gb : ga) = nd;
+    REQUIRE(gb);
+    CHECK(ga->op() == gb->op());
+    // Offsets: dense float weights at 64, the codebook indices at 8 at least.
+    bool some_unaligned = false;
+    for (const fb::Buffer* bf : *fm->buffers()) {
+      CHECK(bf->offset() % 8 == 0);
+      some_unaligned = some_unaligned || bf->offset() % 64 != 0;
+    }
+    CHECK(some_unaligned);
+    // Read back: the same graph, every blob 64-aligned in memory (copied where the file's
+    // offset was not), the codebook decoded.
+    auto m = Model::load_memory(bytes.value().data(), bytes.value().size());
+    REQUIRE_MESSAGE(m.is_ok(), m.status().message());
+    const auto& g = m.value()->graph();
+    CHECK(g.tensors[g.inputs[0]].shape[0].symbol == "N");
+    CHECK(g.tensors[g.find_tensor("w1")].static_shape() == mlp.w1.shape());
+    for (const auto& nd : g.nodes) CHECK(nd.name.empty());
+    for (const auto& blob : m.value()->ir().buffers) CHECK(reinterpret_cast<uintptr_t>(blob.data) % 64 == 0);
+    const Tensor* w = m.value()->constant(g.find_tensor("w2"));
+    REQUIRE(w);
+    CHECK(w->data<float>()[1] == 0.f);
+    CHECK(w->data<float>()[2] == 1.f);
+    // A buffer offset that is not a multiple of 8 is refused.
+    std::vector<uint8_t> bad = bytes.value();
+    bool patched = false;
+    for (size_t i = 0; i < fm->buffers()->size() && !patched; ++i) {
+      const fb::Buffer* bf = fm->buffers()->Get(i);
+      if (bf->offset() % 64 == 0) continue;
+      const size_t at = static_cast<size_t>(reinterpret_cast<const uint8_t*>(bf) - bytes.value().data());
+      const uint64_t off = bf->offset() + 4;
+      std::memcpy(bad.data() + at, &off, 8);  // Buffer{offset, size}: offset first
+      patched = true;
+    }
+    REQUIRE(patched);
+    CHECK(error_of(bad).find("not 8-byte aligned") != std::string::npos);
+  }
+
   TEST_CASE("file round trip through mmap, written atomically") {
     auto bytes = small_model_bytes();
     std::string path = "format_test_model.minnow";

@@ -159,7 +159,7 @@ struct ModelIR {
 
 // Current format version written by this build. Readers accept equal major, any minor.
 constexpr uint32_t kFormatMajor = 1;
-constexpr uint32_t kFormatMinor = 1;  // 1.1: relative sparse indices
+constexpr uint32_t kFormatMinor = 2;  // 1.1: relative sparse indices; 1.2: Tensor.dims
 
 // Serialise to the file layout of docs/ARCHITECTURE.md (size-prefixed flatbuffer, data
 // section of 64-byte aligned buffers). Checks the IR as the loader would.

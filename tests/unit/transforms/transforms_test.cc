@@ -117,6 +117,51 @@ TEST_CASE("fuse folds a zero constant Pad into the next Conv") {
   CHECK(test::max_abs_diff(run(fused, x), run(make(false), x)) < 1e-5f);
 }
 
+TEST_CASE("fuse drops attributes at their ONNX defaults, keeps the others, and stays lossless") {
+  auto make = [] {
+    ModelBuilder b("defaults");
+    b.add_input("x", DataType::kFloat32, Shape{1, 2, 8, 7});
+    b.add_constant("w", test::random_tensor({4, 2, 3, 3}, 5));
+    b.add_constant("wf", test::random_tensor({3, 4}, 6));
+    b.add_node("Conv", {"x", "w"}, {"c"},
+               {Attr::Ints("kernel_shape", {3, 3}), Attr::Ints("strides", {1, 1}), Attr::Ints("dilations", {1, 1}),
+                Attr::Ints("pads", {0, 0, 0, 0}), Attr::Int("group", 1)});
+    b.add_node("MaxPool", {"c"}, {"p"},
+               {Attr::Ints("kernel_shape", {2, 2}), Attr::Ints("strides", {2, 2}), Attr::Ints("pads", {0, 0, 0, 0}),
+                Attr::Int("ceil_mode", 1)});
+    b.add_node("GlobalAveragePool", {"p"}, {"g"});
+    b.add_node("Flatten", {"g"}, {"f"}, {Attr::Int("axis", 1)});
+    b.add_node("Gemm", {"f", "wf"}, {"y"},
+               {Attr::Float("alpha", 1.f), Attr::Float("beta", 1.f), Attr::Int("transB", 1)});
+    b.add_output("y");
+    return bytes_of(b);
+  };
+  auto in = make();
+  std::string report;
+  auto out = xform("fuse", in, {}, &report);
+  CHECK(report.find("attributes at ONNX defaults dropped: 8") != std::string::npos);
+  ir::ModelIR m = ir_of(out);
+  auto names = [&](const char* op) {
+    std::set<std::string> s;
+    for (const auto& n : m.graph.nodes)
+      if (n.op == op)
+        for (const auto& a : n.attributes) s.insert(a.name);
+    return s;
+  };
+  CHECK(names("Conv") == std::set<std::string>{"kernel_shape"});
+  CHECK(names("MaxPool") == std::set<std::string>{"kernel_shape", "strides", "ceil_mode"});  // not defaults
+  CHECK(names("Flatten").empty());
+  CHECK(names("Gemm") == std::set<std::string>{"transB"});
+  CHECK(out.size() < in.size());
+  Tensor x = test::random_tensor({1, 2, 8, 7}, 7);
+  CHECK(test::max_abs_diff(run(in, x), run(out, x)) == 0.f);
+  // defaults=keep leaves them.
+  auto kept = xform("fuse", in, {{"defaults", "keep"}});
+  size_t attrs = 0;
+  for (const auto& n : ir_of(kept).graph.nodes) attrs += n.attributes.size();
+  CHECK(attrs == 13);
+}
+
 TEST_CASE("prune: global magnitude threshold, per-layer targets, CSR storage, exact survivors") {
   test::Mlp mlp(7, 40, 30, 20, 5);
   auto in = bytes_of(mlp.builder());
