@@ -157,6 +157,12 @@ void distill(TransformContext& ctx) {
   const double prune_end = o.get_double("prune_end", 0.7);
   // lr_end: cosine decay of the learning rate from lr to lr_end over the steps.
   const float lr_end = float(o.get_double("lr_end", o.get_double("lr", 1e-3)));
+  // min_agreement=A: the sparsity stops rising (for good) once the student's recent
+  // agreement with the teacher (top-1 on the training batches, averaged over about the
+  // last 4 * prune_every steps) falls below A; the rest of the steps fine-tune at the
+  // sparsity reached. 0 = off: prune to `sparsity` whatever it costs.
+  const double min_agreement = o.get_double("min_agreement", 0.0);
+  if (min_agreement < 0 || min_agreement > 1) throw std::runtime_error("distill: min_agreement in [0, 1]");
   if (target_sparsity < 0 || target_sparsity >= 1 || prune_every < 1 || prune_end <= 0 || prune_end > 1 || lr_end <= 0)
     throw std::runtime_error("distill: sparsity in [0, 1), prune_every >= 1, prune_end in (0, 1], lr_end > 0");
   if (epochs < 0 || batch < 1 || lr <= 0 || T <= 0) throw std::runtime_error("distill: epochs >= 0, batch >= 1, lr > 0, temperature > 0");
@@ -282,6 +288,11 @@ void distill(TransformContext& ctx) {
   std::vector<int64_t> order(size_t(data.count));
   std::iota(order.begin(), order.end(), 0);
   int64_t t_step = 0;
+  double recent = 1.0;          // running agreement (EMA over ~4 * prune_every steps)
+  double sparsity_now = s0;     // what prune_to last reached
+  double held = -1;             // sparsity held at by min_agreement (-1: not held)
+  double next_trace = 0.1;      // report the schedule at every further 10 % of it
+  const double ema = 1.0 / (4.0 * double(prune_every));
   auto start = std::chrono::steady_clock::now();
   char line[256];
   ctx.report << "distill: " << data.count << " images, " << epochs << " epoch(s), batch " << batch << ", lr " << lr
@@ -290,7 +301,7 @@ void distill(TransformContext& ctx) {
   for (int ep = 0; ep < epochs; ++ep) {
     std::shuffle(order.begin(), order.end(), rng);
     double loss_sum = 0;
-    int64_t seen = 0, agree = 0;
+    int64_t seen = 0, agree = 0, agree_before = 0;
     for (int64_t b0 = 0; b0 < data.count; b0 += batch) {
       const int64_t n = std::min(batch, data.count - b0);
       std::vector<float> x(size_t(n * per));
@@ -327,14 +338,31 @@ void distill(TransformContext& ctx) {
         }
         agree += (std::max_element(zs, zs + classes) - zs) == (std::max_element(zt, zt + classes) - zt);
       }
+      recent += ema * (double(agree - agree_before) / double(n) - recent);
+      agree_before = agree;
       tg.backward(dz);
       ++t_step;
       const double progress_frac = total_steps > 1 ? double(t_step - 1) / double(total_steps - 1) : 1.0;
       const float lr_t = lr_end + 0.5f * (lr - lr_end) * float(1 + std::cos(3.14159265358979 * progress_frac));
       for (auto& s : states) step(s, tg, lr_t, t_step);
-      if (!prunable.empty() && (t_step % prune_every == 0 || t_step == t_end) && t_step <= t_end) {
-        const double f = 1 - double(t_step) / double(t_end);
-        prune_to(target_sparsity + (s0 - target_sparsity) * f * f * f);
+      if (!prunable.empty() && held < 0 && (t_step % prune_every == 0 || t_step == t_end) && t_step <= t_end) {
+        if (recent < min_agreement && t_step > 4 * prune_every) {
+          held = sparsity_now;
+          std::snprintf(line, sizeof line,
+                        "  sparsity held at %.2f%% (step %lld): agreement %.4f below min_agreement %.4f\n",
+                        100 * held, (long long)t_step, recent, min_agreement);
+          ctx.report << line;
+        } else {
+          const double f = 1 - double(t_step) / double(t_end);
+          sparsity_now = target_sparsity + (s0 - target_sparsity) * f * f * f;
+          prune_to(sparsity_now);
+          if (double(t_step) / double(t_end) >= next_trace - 1e-9) {
+            std::snprintf(line, sizeof line, "  step %lld: sparsity %.2f%%, recent agreement %.4f\n", (long long)t_step,
+                          100 * sparsity_now, recent);
+            ctx.report << line;
+            next_trace += 0.1;
+          }
+        }
       }
       seen += n;
       if (progress) {
@@ -351,10 +379,11 @@ void distill(TransformContext& ctx) {
                   seen ? loss_sum / seen : 0.0, seen ? double(agree) / seen : 0.0);
     ctx.report << line;
   }
+  const double reached = held >= 0 ? held : target_sparsity;
   if (!prunable.empty()) {
-    prune_to(target_sparsity);  // exactly the target, whatever the step count
-    std::snprintf(line, sizeof line, "  pruned during training: %.2f%% -> %.2f%% of %lld weights\n", 100 * s0,
-                  100 * target_sparsity, (long long)prunable_total);
+    prune_to(reached);  // exactly the target (or the held level), whatever the step count
+    std::snprintf(line, sizeof line, "  pruned during training: %.2f%% -> %.2f%% of %lld weights%s\n", 100 * s0,
+                  100 * reached, (long long)prunable_total, held >= 0 ? " (held by min_agreement)" : "");
     ctx.report << line;
   }
   int trained = 0;
@@ -382,6 +411,12 @@ void distill(TransformContext& ctx) {
                 epochs, (long long)batch, double(lr), double(lr_end), target_sparsity, double(T), double(ce_weight), (long long)data.count,
                 labels.empty() ? "false" : "true", (unsigned long long)ctx.seed);
   ctx.parameters = line;
+  if (min_agreement > 0) {  // the guard and what it did
+    char g[128];
+    std::snprintf(g, sizeof g, ",\"min_agreement\":%g,\"sparsity_reached\":%g}", min_agreement, prunable.empty() ? 0.0 : reached);
+    ctx.parameters.pop_back();
+    ctx.parameters += g;
+  }
   if (blocked || block != "csr") {  // the shapes pruning used, as prune records them
     ctx.parameters.pop_back();
     ctx.parameters += ",\"block\":\"" + json_escape(block) + "\"";

@@ -460,6 +460,28 @@ TEST_CASE("distill moves a pruned, quantized student towards its teacher; masks 
   }
   CHECK(double(bzeros) / double(btotal) == doctest::Approx(0.75).epsilon(0.03));
   CHECK(bl.compression_log.back().parameters.find("\"block@w1\":\"4x1\"") != std::string::npos);
+  // min_agreement: an agreement no student keeps (1.0) holds the sparsity where it stood
+  // after the guard's first check, well below the target, and says so; the log records
+  // the level reached.
+  std::string held_report;
+  auto held = xform("distill", teacher, {{"images", dir + "/img.idx"}, {"teacher", dir + "/teacher.minnow"},
+                                         {"mean", "0.5"}, {"std", "0.25"}, {"epochs", "4"}, {"batch", "32"},
+                                         {"lr", "0.01"}, {"sparsity", "0.8"}, {"prune_every", "5"},
+                                         {"min_agreement", "1.0"}, {"plugin_path", test::plugin_dir()}},
+                    &held_report);
+  CHECK(held_report.find("sparsity held at") != std::string::npos);
+  CHECK(held_report.find("(held by min_agreement)") != std::string::npos);
+  ir::ModelIR hm = ir_of(held);
+  int64_t hz = 0, ht = 0;
+  for (const char* name : {"w1", "w2", "w3"}) {
+    Tensor w = compress::constant_f32(hm, hm.graph.find_tensor(name));
+    ht += w.elements();
+    for (int64_t i = 0; i < w.elements(); ++i) hz += w.data<float>()[i] == 0.f;
+  }
+  CHECK(hz > 0);
+  CHECK(double(hz) / double(ht) < 0.75);  // the target is 0.8
+  CHECK(hm.compression_log.back().parameters.find("\"min_agreement\":1") != std::string::npos);
+  CHECK_FALSE(engine()->transform("distill", teacher, {{"images", dir + "/img.idx"}, {"min_agreement", "1.5"}}).is_ok());
   auto bad = engine()->transform("distill", student, {});
   REQUIRE_FALSE(bad.is_ok());
   CHECK(bad.status().message().find("images") != std::string::npos);
