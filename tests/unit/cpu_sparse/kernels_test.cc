@@ -46,6 +46,29 @@ std::vector<float> random_vec(size_t n, std::mt19937& rng) {
   return v;
 }
 
+// The rows form's expected result, in double: Y[m, n] = bias[n] + W[n, :] . X[m, :] + beta * Y0.
+std::vector<float> rows_want(const std::vector<float>& w, const std::vector<float>& x, const float* bias,
+                             const std::vector<float>& y0, int64_t M, int64_t N, int64_t K, int64_t ldx,
+                             int64_t ldy, float beta) {
+  std::vector<float> want = y0;
+  for (int64_t mm = 0; mm < M; ++mm)
+    for (int64_t n = 0; n < N; ++n) {
+      double acc = bias ? bias[n] : 0.0;
+      for (int64_t k = 0; k < K; ++k) acc += double(w[n * K + k]) * x[mm * ldx + k];
+      want[mm * ldy + n] = float(acc + beta * y0[mm * ldy + n]);
+    }
+  return want;
+}
+
+// Y before a rows() call: y0, with NaN in the outputs when beta 0 must overwrite them.
+std::vector<float> rows_fresh_y(const std::vector<float>& y0, int64_t M, int64_t N, int64_t ldy, float beta) {
+  std::vector<float> y = y0;
+  if (beta == 0.0f)
+    for (int64_t mm = 0; mm < M; ++mm)
+      for (int64_t n = 0; n < N; ++n) y[mm * ldy + n] = kNaN;
+  return y;
+}
+
 const double kSparsities[] = {0.0, 0.3, 0.5, 0.7, 0.9, 0.95, 0.99};
 const BlockShape kPruneShapes[] = {{1, 1}, {1, 4}, {4, 1}, {1, 8}};
 
@@ -176,13 +199,8 @@ TEST_CASE("rows (fully connected form) matches the dense product") {
               const bool use_bias = cases % 2 == 1;
               const float beta = cases % 3 == 0 ? 1.0f : 0.0f;
               auto y0 = random_vec(M * ldy, rng);
-              std::vector<float> want = y0;
-              for (int64_t mm = 0; mm < M; ++mm)
-                for (int64_t n = 0; n < N; ++n) {
-                  double acc = use_bias ? bias[n] : 0.0;
-                  for (int64_t k = 0; k < K; ++k) acc += double(w[n * K + k]) * x[mm * ldx + k];
-                  want[mm * ldy + n] = float(acc + beta * y0[mm * ldy + n]);
-                }
+              const std::vector<float> want =
+                  rows_want(w, x, use_bias ? bias.data() : nullptr, y0, M, N, K, ldx, ldy, beta);
               // Weights given as [K, N] (MatMul's B) must pack to the same matrix.
               std::vector<float> wt(K * N);
               for (int64_t n = 0; n < N; ++n)
@@ -190,14 +208,7 @@ TEST_CASE("rows (fully connected form) matches the dense product") {
               SparseMatrix m = cases % 2 ? pack(w.data(), N, K, K, s)
                                          : pack_transposed(wt.data(), N, K, N, s);
               RowsArgs a{x.data(), ldx, 0, M, use_bias ? bias.data() : nullptr, beta, nullptr, ldy};
-              // Y before the call: y0, with NaN in the outputs when beta 0 must overwrite.
-              auto fresh_y = [&] {
-                std::vector<float> y = y0;
-                if (beta == 0.0f)
-                  for (int64_t mm = 0; mm < M; ++mm)
-                    for (int64_t n = 0; n < N; ++n) y[mm * ldy + n] = kNaN;
-                return y;
-              };
+              auto fresh_y = [&] { return rows_fresh_y(y0, M, N, ldy, beta); };
               std::vector<float> got_ref = fresh_y(), got = fresh_y();
               a.y = got_ref.data();
               rows_ref(m, a, 0, m.block_rows());
@@ -250,13 +261,8 @@ TEST_CASE("tiled row panels match the dense product on odd shapes") {
           const bool use_bias = cases % 2 == 0;
           const float beta = cases % 3 == 0 ? 1.0f : 0.0f;
           auto y0 = random_vec(M * ldy, rng);
-          std::vector<float> want = y0;
-          for (int64_t mm = 0; mm < M; ++mm)
-            for (int64_t n = 0; n < N; ++n) {
-              double acc = use_bias ? bias[n] : 0.0;
-              for (int64_t k = 0; k < K; ++k) acc += double(w[n * K + k]) * x[mm * ldx + k];
-              want[mm * ldy + n] = float(acc + beta * y0[mm * ldy + n]);
-            }
+          const std::vector<float> want =
+              rows_want(w, x, use_bias ? bias.data() : nullptr, y0, M, N, K, ldx, ldy, beta);
           SparseMatrix m = pack(w.data(), N, K, K, BlockShape{1, 1});
           add_row_tiles(&m);
           REQUIRE(m.tiled);
@@ -294,13 +300,7 @@ TEST_CASE("tiled row panels match the dense product on odd shapes") {
           CHECK(slots.size() == size_t(N));
           for (size_t i = 0; i < slots.size(); ++i) CHECK(slots[i] == int32_t(i));
           RowsArgs a{x.data(), ldx, 0, M, use_bias ? bias.data() : nullptr, beta, nullptr, ldy};
-          auto fresh_y = [&] {
-            std::vector<float> y = y0;
-            if (beta == 0.0f)
-              for (int64_t mm = 0; mm < M; ++mm)
-                for (int64_t n = 0; n < N; ++n) y[mm * ldy + n] = kNaN;
-            return y;
-          };
+          auto fresh_y = [&] { return rows_fresh_y(y0, M, N, ldy, beta); };
           std::vector<float> got_ref = fresh_y(), got = fresh_y();
           a.y = got_ref.data();
           rows_panels_ref(m, a, 0, m.panels());
