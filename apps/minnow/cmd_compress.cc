@@ -89,11 +89,11 @@ std::string take(KV& kv, const std::string& key, const std::string& def) {
 constexpr const char* kFastPipeline =
     "fuse:names=short,prune:sparsity=0.5:scope=layer:min_cols=256,quantize:bits=4:small_size=1000:bias_bits=8,huffman";
 // smallest: distillation with gradual global magnitude pruning inside it (to 94 % over
-// the first half of 3 epochs, lr 3e-3 decaying to 1e-4, the sparsity held where the
+// the first half of 4 epochs, lr 3e-3 decaying to 1e-4, the sparsity held where the
 // student's agreement with the teacher falls below 93.5 %), then 4-bit codebooks whose
 // centroids are fine-tuned once more, int8 biases, Huffman.
 constexpr const char* kSmallestPipeline =
-    "fuse:names=short,distill:epochs=3:sparsity=0.94:lr=0.003:lr_end=0.0001:prune_end=0.5:min_agreement=0.935,"
+    "fuse:names=short,distill:epochs=4:sparsity=0.94:lr=0.003:lr_end=0.0001:prune_end=0.5:min_agreement=0.935,"
     "quantize:bits=4:layout=dense:small_size=1000:bias_bits=8,distill:epochs=1:lr_end=0.0001,huffman";
 
 // prune:gradual=G followed by distill -> G rounds of prune(s_k) + distill(epochs / G).
