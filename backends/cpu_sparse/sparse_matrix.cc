@@ -6,6 +6,7 @@
 #include <limits>
 #include <numeric>
 #include <stdexcept>
+#include <utility>
 
 namespace minnow {
 namespace cpu_sparse {
@@ -351,11 +352,16 @@ void add_row_tiles(SparseMatrix* m) {
 }
 
 void add_rows_layout(SparseMatrix* m, bool tiles_fast) {
-  if (tiles_fast && tiles_fit(*m) &&
-      kTileStepCost * static_cast<double>(row_tile_steps(*m)) <
-          kPanelStepCost * static_cast<double>(row_panel_steps(*m))) {
-    add_row_tiles(m);
-    return;
+  if (tiles_fast && tiles_fit(*m)) {
+    // Built once on a copy (row grouping and the window programme are the costly part of
+    // preparing a tiled matrix) and kept if its steps cost less than the CSR panels'.
+    SparseMatrix tiled = *m;
+    add_row_tiles(&tiled);
+    if (kTileStepCost * static_cast<double>(tiled.tile_xoff.size()) <
+        kPanelStepCost * static_cast<double>(row_panel_steps(*m))) {
+      *m = std::move(tiled);
+      return;
+    }
   }
   add_row_panels(m);
 }
