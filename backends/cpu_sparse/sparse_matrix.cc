@@ -239,18 +239,11 @@ void for_each_tile(const SparseMatrix& m, const std::vector<int32_t>& order, F f
         }
       }
     }
-    std::vector<std::pair<int64_t, int64_t>> segs;  // backwards from K
+    std::vector<int64_t> ends;  // the cut's segment ends, backwards from K
     for (int64_t i = K; i > 0; i = cut[static_cast<size_t>(i)])
-      if (most[static_cast<size_t>(i)] > 0) segs.emplace_back(cut[static_cast<size_t>(i)], i);
-    for (auto it = segs.rbegin(); it != segs.rend(); ++it) {
-      const int64_t j = it->first, i = it->second;
-      int32_t c = 0;
-      for (int r = 0; r < P; ++r) {
-        const int32_t* row = cs.data() + static_cast<size_t>(r) * stride;
-        c = std::max(c, row[i] - row[j]);
-      }
-      f(p, j, i, c);
-    }
+      if (most[static_cast<size_t>(i)] > 0) ends.push_back(i);
+    for (auto it = ends.rbegin(); it != ends.rend(); ++it)
+      f(p, int64_t(cut[static_cast<size_t>(*it)]), *it, most[static_cast<size_t>(*it)]);
   }
 }
 
@@ -296,28 +289,36 @@ void add_row_tiles(SparseMatrix* m) {
   const int64_t panels = (m->rows + P - 1) / P;
   m->panel_row = tile_row_order(*m);
   m->panel_col.clear();
-  // One panel's steps, built window by window, then laid out pairs first.
+  // One panel's steps, built window by window, then appended pairs first.
   struct Step {
     uint16_t x0;
     float v[P];
   };
   std::vector<Step> steps, pairs, singles;
   std::vector<int32_t> next(P);  // per row slot: its next nonzero not placed yet
-  std::vector<std::vector<Step>> by_panel(static_cast<size_t>(panels));
-  int64_t cur = -1;
-  auto flush = [&] {
-    if (cur < 0) return;
-    std::vector<Step>& out = by_panel[static_cast<size_t>(cur)];
-    out = pairs;
-    out.insert(out.end(), singles.begin(), singles.end());
-    m->tile_pairs[static_cast<size_t>(cur)] = static_cast<int32_t>(pairs.size());
-    pairs.clear();
-    singles.clear();
-  };
+  m->panel_ptr.assign(1, 0);
+  m->panel_val.clear();
+  m->tile_xoff.clear();
   m->tile_pairs.assign(static_cast<size_t>(panels), 0);
+  int64_t cur = -1;
+  // Appends panel `cur`'s steps and closes every panel before `upto` (empty ones too).
+  auto flush = [&](int64_t upto) {
+    if (cur >= 0) {
+      m->tile_pairs[static_cast<size_t>(cur)] = static_cast<int32_t>(pairs.size());
+      for (const auto* run : {&pairs, &singles})
+        for (const Step& st : *run) {
+          m->tile_xoff.push_back(st.x0);
+          m->panel_val.insert(m->panel_val.end(), st.v, st.v + P);
+        }
+      pairs.clear();
+      singles.clear();
+    }
+    while (static_cast<int64_t>(m->panel_ptr.size()) <= upto)
+      m->panel_ptr.push_back(static_cast<int32_t>(m->tile_xoff.size()));
+  };
   for_each_tile(*m, m->panel_row, [&](int64_t p, int64_t j, int64_t i, int32_t count) {
     if (p != cur) {
-      flush();
+      flush(p);
       for (int r = 0; r < P; ++r) {
         const int32_t n = m->panel_row[static_cast<size_t>(p * P + r)];
         next[static_cast<size_t>(r)] = n >= 0 ? m->row_ptr[n] : 0;
@@ -337,17 +338,7 @@ void add_row_tiles(SparseMatrix* m) {
     pairs.insert(pairs.end(), steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(even));
     singles.insert(singles.end(), steps.begin() + static_cast<std::ptrdiff_t>(even), steps.end());
   });
-  flush();
-  m->panel_ptr.assign(1, 0);
-  m->panel_val.clear();
-  m->tile_xoff.clear();
-  for (const auto& ps : by_panel) {
-    for (const Step& st : ps) {
-      m->tile_xoff.push_back(st.x0);
-      m->panel_val.insert(m->panel_val.end(), st.v, st.v + P);
-    }
-    m->panel_ptr.push_back(static_cast<int32_t>(m->tile_xoff.size()));
-  }
+  flush(panels);
   m->tiled = true;
 }
 
