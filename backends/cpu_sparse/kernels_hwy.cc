@@ -381,6 +381,33 @@ HWY_INLINE hn::Vec<D> GatherCols(D d, const float* xr, const uint16_t* c) {
 #endif
 }
 
+// Writes the sums of `slots` consecutive panel slots (buf[i] is slot i from rowp) to y as
+// finish() would; padding slots (-1) are skipped. The panel kernels store each panel's
+// sums whole into a buffer on the stack and call this once per kPanelChunk panels: at
+// batch 1 a panel is only a few steps (about ten on the lstm gates), and taking its eight
+// sums apart lane by lane, with a branch per lane, cost about as much as the steps. Here it
+// is one predictable loop. bias and beta are read into locals first: the stores through
+// yr could alias them otherwise, and the compiler would reload them after every store.
+constexpr int64_t kPanelChunk = 32;
+inline void FlushPanels(const float* buf, const int32_t* rowp, int64_t slots, const RowsArgs& a,
+                        float* yr) {
+  const float* bias = a.bias;
+  const float beta = a.beta;
+  if (beta == 0.0f && !bias) {
+    for (int64_t i = 0; i < slots; ++i)
+      if (rowp[i] >= 0) yr[rowp[i]] = buf[i];
+    return;
+  }
+  for (int64_t i = 0; i < slots; ++i) {
+    const int32_t n = rowp[i];
+    if (n < 0) continue;
+    float v = buf[i];
+    if (bias) v += bias[n];
+    if (beta != 0.0f) v += beta * yr[n];
+    yr[n] = v;
+  }
+}
+
 // CSR row panels (sparse_matrix.h): one lane per output row, a step is a load of the
 // panel's values, the x values under its columns, and one multiply-add; no horizontal
 // sums, no per-row loop overhead. Lanes < 8 (NEON, SSE4) take a panel in two vectors.
@@ -394,43 +421,39 @@ HWY_NOINLINE void RowsPanels1(const SparseMatrix& w, const RowsArgs& a, int64_t 
   for (int64_t m = a.m0; m < a.m1; ++m) {
     const float* xr = a.x + m * a.ldx;
     float* yr = a.y + m * a.ldy;
-    for (int64_t p = p0; p < p1; ++p) {
-      const int32_t e = pp[p + 1];
-      for (int h = 0; h < P; h += NL) {
-        auto s0 = hn::Zero(d);
-        const float* v = vals + h;
-        const uint16_t* c = cols + h;
-        for (int32_t t = pp[p]; t < e; ++t)
-          s0 = hn::MulAdd(hn::LoadU(d, v + static_cast<int64_t>(t) * P),
-                          GatherCols(d, xr, c + static_cast<int64_t>(t) * P), s0);
-        HWY_ALIGN float out[P];
-        hn::Store(s0, d, out);
-        const int32_t* rowp = w.panel_row.data() + p * P + h;
-        if (a.beta == 0.0f && rowp[NL - 1] >= 0) {  // padding lanes only end the last panel
-          if (a.bias)
-            for (int r = 0; r < NL; ++r) yr[rowp[r]] = out[r] + a.bias[rowp[r]];
-          else
-            for (int r = 0; r < NL; ++r) yr[rowp[r]] = out[r];
-        } else {
-          for (int r = 0; r < NL; ++r)
-            if (rowp[r] >= 0) yr[rowp[r]] = finish(out[r], a, rowp[r], yr);
+    for (int64_t c0 = p0; c0 < p1; c0 += kPanelChunk) {
+      const int64_t c1 = std::min(p1, c0 + kPanelChunk);
+      HWY_ALIGN float buf[kPanelChunk * P];
+      for (int64_t p = c0; p < c1; ++p) {
+        const int32_t e = pp[p + 1];
+        for (int h = 0; h < P; h += NL) {
+          auto s0 = hn::Zero(d);
+          const float* v = vals + h;
+          const uint16_t* c = cols + h;
+          for (int32_t t = pp[p]; t < e; ++t)
+            s0 = hn::MulAdd(hn::LoadU(d, v + static_cast<int64_t>(t) * P),
+                            GatherCols(d, xr, c + static_cast<int64_t>(t) * P), s0);
+          hn::Store(s0, d, buf + (p - c0) * P + h);
         }
       }
+      FlushPanels(buf, w.panel_row.data() + c0 * P, (c1 - c0) * P, a, yr);
     }
   }
 }
 
-// Stores the eight sums of a panel (lane r = row slot r) as finish() would.
+// Stores the eight sums of one panel (lane r = row slot r), for kernels that keep them in
+// an array anyway.
 inline void StorePanel(const float* out, const int32_t* rowp, const RowsArgs& a, float* yr) {
-  constexpr int P = SparseMatrix::kPanel;
-  for (int r = 0; r < P; ++r)
-    if (rowp[r] >= 0) yr[rowp[r]] = finish(out[r], a, rowp[r], yr);
+  FlushPanels(out, rowp, SparseMatrix::kPanel, a, yr);
 }
 
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+// The lane of the 1x4 kernel's three rounds of hadd that holds each row slot's sum.
+inline __m256i SlotOrder() { return _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7); }
 // 1x4 row panels on x86: vector k of a step holds the blocks of row slots 2k and 2k+1
 // (8 contiguous weights against two 128-bit loads of x), four accumulators; three rounds
-// of hadd then give the eight row sums, in the lane order 0 2 4 6 1 3 5 7.
+// of hadd then give the eight row sums, in the lane order 0 2 4 6 1 3 5 7 (one vpermps
+// puts them in slot order).
 HWY_NOINLINE void RowsPanels4(const SparseMatrix& w, const RowsArgs& a, int64_t p0, int64_t p1) {
   constexpr int P = SparseMatrix::kPanel;
   const float* vals = w.panel_val.data();
@@ -439,25 +462,26 @@ HWY_NOINLINE void RowsPanels4(const SparseMatrix& w, const RowsArgs& a, int64_t 
   for (int64_t m = a.m0; m < a.m1; ++m) {
     const float* xr = a.x + m * a.ldx;
     float* yr = a.y + m * a.ldy;
-    for (int64_t p = p0; p < p1; ++p) {
-      __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-      const float* v = vals + static_cast<int64_t>(pp[p]) * P * 4;
-      const uint16_t* c = cols + static_cast<int64_t>(pp[p]) * P;
-      for (int32_t t = pp[p]; t < pp[p + 1]; ++t, v += P * 4, c += P) {
-        uint64_t c03, c47;  // the eight columns in two loads, as GatherCols
-        std::memcpy(&c03, c, 8);
-        std::memcpy(&c47, c + 4, 8);
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(v), _mm256_loadu2_m128(xr + ((c03 >> 16) & 0xffff), xr + (c03 & 0xffff)), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(v + 8), _mm256_loadu2_m128(xr + (c03 >> 48), xr + ((c03 >> 32) & 0xffff)), s1);
-        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(v + 16), _mm256_loadu2_m128(xr + ((c47 >> 16) & 0xffff), xr + (c47 & 0xffff)), s2);
-        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(v + 24), _mm256_loadu2_m128(xr + (c47 >> 48), xr + ((c47 >> 32) & 0xffff)), s3);
+    for (int64_t c0 = p0; c0 < p1; c0 += kPanelChunk) {
+      const int64_t c1 = std::min(p1, c0 + kPanelChunk);
+      HWY_ALIGN float buf[kPanelChunk * P];
+      for (int64_t p = c0; p < c1; ++p) {
+        __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+        const float* v = vals + static_cast<int64_t>(pp[p]) * P * 4;
+        const uint16_t* c = cols + static_cast<int64_t>(pp[p]) * P;
+        for (int32_t t = pp[p]; t < pp[p + 1]; ++t, v += P * 4, c += P) {
+          uint64_t c03, c47;  // the eight columns in two loads, as GatherCols
+          std::memcpy(&c03, c, 8);
+          std::memcpy(&c47, c + 4, 8);
+          s0 = _mm256_fmadd_ps(_mm256_loadu_ps(v), _mm256_loadu2_m128(xr + ((c03 >> 16) & 0xffff), xr + (c03 & 0xffff)), s0);
+          s1 = _mm256_fmadd_ps(_mm256_loadu_ps(v + 8), _mm256_loadu2_m128(xr + (c03 >> 48), xr + ((c03 >> 32) & 0xffff)), s1);
+          s2 = _mm256_fmadd_ps(_mm256_loadu_ps(v + 16), _mm256_loadu2_m128(xr + ((c47 >> 16) & 0xffff), xr + (c47 & 0xffff)), s2);
+          s3 = _mm256_fmadd_ps(_mm256_loadu_ps(v + 24), _mm256_loadu2_m128(xr + (c47 >> 48), xr + ((c47 >> 32) & 0xffff)), s3);
+        }
+        const __m256 q = _mm256_hadd_ps(_mm256_hadd_ps(s0, s1), _mm256_hadd_ps(s2, s3));
+        _mm256_store_ps(buf + (p - c0) * P, _mm256_permutevar8x32_ps(q, SlotOrder()));
       }
-      const __m256 q = _mm256_hadd_ps(_mm256_hadd_ps(s0, s1), _mm256_hadd_ps(s2, s3));
-      HWY_ALIGN float lanes[P];
-      _mm256_store_ps(lanes, q);
-      const float out[P] = {lanes[0], lanes[4], lanes[1], lanes[5],
-                            lanes[2], lanes[6], lanes[3], lanes[7]};
-      StorePanel(out, w.panel_row.data() + p * P, a, yr);
+      FlushPanels(buf, w.panel_row.data() + c0 * P, (c1 - c0) * P, a, yr);
     }
   }
 }
@@ -523,31 +547,34 @@ HWY_NOINLINE void RowsTiles(const SparseMatrix& w, const RowsArgs& a, int64_t p0
     acc = _mm256_fmadd_ps(v, _mm256_permutevar8x32_ps(xw, _mm256_castps_si256(v)), acc); \
   } while (0)
 #define MINNOW_TILE_STEP(acc, t) MINNOW_TILE_STEP_X(acc, t, _mm256_loadu_ps(xr + xo[t]))
-    for (int64_t p = p0; p < p1; ++p) {
-      __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-      int32_t t = pp[p];
-      const int32_t pe = t + w.tile_pairs[static_cast<size_t>(p)], e = pp[p + 1];
-      for (; t + 4 <= pe; t += 4) {  // two pairs: two x windows for four steps
-        const __m256 xa = _mm256_loadu_ps(xr + xo[t]), xb = _mm256_loadu_ps(xr + xo[t + 2]);
-        MINNOW_TILE_STEP_X(s0, t, xa);
-        MINNOW_TILE_STEP_X(s1, t + 1, xa);
-        MINNOW_TILE_STEP_X(s2, t + 2, xb);
-        MINNOW_TILE_STEP_X(s3, t + 3, xb);
+    for (int64_t c0 = p0; c0 < p1; c0 += kPanelChunk) {
+      const int64_t c1 = std::min(p1, c0 + kPanelChunk);
+      HWY_ALIGN float buf[kPanelChunk * P];
+      for (int64_t p = c0; p < c1; ++p) {
+        __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+        int32_t t = pp[p];
+        const int32_t pe = t + w.tile_pairs[static_cast<size_t>(p)], e = pp[p + 1];
+        for (; t + 4 <= pe; t += 4) {  // two pairs: two x windows for four steps
+          const __m256 xa = _mm256_loadu_ps(xr + xo[t]), xb = _mm256_loadu_ps(xr + xo[t + 2]);
+          MINNOW_TILE_STEP_X(s0, t, xa);
+          MINNOW_TILE_STEP_X(s1, t + 1, xa);
+          MINNOW_TILE_STEP_X(s2, t + 2, xb);
+          MINNOW_TILE_STEP_X(s3, t + 3, xb);
+        }
+        if (t < pe) {
+          const __m256 xa = _mm256_loadu_ps(xr + xo[t]);
+          MINNOW_TILE_STEP_X(s0, t, xa);
+          MINNOW_TILE_STEP_X(s1, t + 1, xa);
+          t += 2;
+        }
+        for (; t + 2 <= e; t += 2) {
+          MINNOW_TILE_STEP(s2, t);
+          MINNOW_TILE_STEP(s3, t + 1);
+        }
+        if (t < e) MINNOW_TILE_STEP(s0, t);
+        _mm256_store_ps(buf + (p - c0) * P, _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
       }
-      if (t < pe) {
-        const __m256 xa = _mm256_loadu_ps(xr + xo[t]);
-        MINNOW_TILE_STEP_X(s0, t, xa);
-        MINNOW_TILE_STEP_X(s1, t + 1, xa);
-        t += 2;
-      }
-      for (; t + 2 <= e; t += 2) {
-        MINNOW_TILE_STEP(s2, t);
-        MINNOW_TILE_STEP(s3, t + 1);
-      }
-      if (t < e) MINNOW_TILE_STEP(s0, t);
-      HWY_ALIGN float out[P];
-      _mm256_store_ps(out, _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-      StorePanel(out, w.panel_row.data() + p * P, a, yr);
+      FlushPanels(buf, w.panel_row.data() + c0 * P, (c1 - c0) * P, a, yr);
     }
 #undef MINNOW_TILE_STEP
 #undef MINNOW_TILE_STEP_X
