@@ -285,6 +285,38 @@ TEST_SUITE("conv") {
       c.pads = {1, 0, 2, 0, 1, 1};
       specs.push_back(c);
     }
+    // Stride 1, 2-D: B blocks copied from a zero-padded window of X (kernels/conv_gemm.cc,
+    // s1_block). K = 29 * 9 = 261 is two k-blocks of 131 rows, split inside a channel.
+    {  // 3x3 pad 1, 29 -> 13 channels, rows of 20 pixels (panels straddle rows)
+      ConvSpec c;
+      c.x = {1, 29, 17, 20};
+      c.M = 13;
+      c.k = {3, 3};
+      c.s = {1, 1};
+      c.d = {1, 1};
+      c.pads = {1, 1, 1, 1};
+      specs.push_back(c);
+    }
+    {  // 3x3 dilated 2, asymmetric pads, groups, batch 2, rows of 5 pixels
+      ConvSpec c;
+      c.x = {2, 58, 9, 5};
+      c.M = 14;
+      c.group = 2;
+      c.k = {3, 3};
+      c.s = {1, 1};
+      c.d = {2, 2};
+      c.pads = {2, 0, 1, 3};
+      specs.push_back(c);
+    }
+    {  // 5x2 kernel, no padding, one-pixel-wide output rows
+      ConvSpec c;
+      c.x = {1, 31, 40, 2};
+      c.M = 7;
+      c.k = {5, 2};
+      c.s = {1, 1};
+      c.d = {1, 1};
+      specs.push_back(c);
+    }
     {  // 1-D long signal, dilated
       ConvSpec c;
       c.x = {3, 5, 500};
