@@ -144,21 +144,25 @@ void s1_window(const ConvShape& s, const float* xg, int64_t c0, int64_t c1, cons
     for (int64_t r = 0; r < g.rows; ++r) {
       float* o = win + ((c - c0) * g.rows + r) * g.wn;
       const int64_t ih = g.oh0 + r - ph;
+      // Plain loops, not memset / memcpy calls: rows are tens of floats and the pads one
+      // or two, so the calls cost more than the copies (a third of the block time).
       if (ih < 0 || ih >= IH) {
-        std::memset(o, 0, size_t(g.wn) * sizeof(float));
+        for (int64_t q = 0; q < g.wn; ++q) o[q] = 0.0f;
         continue;
       }
-      std::memset(o, 0, size_t(qa) * sizeof(float));
-      std::memcpy(o + qa, xc + ih * IW + (qa - pw), size_t(qb - qa) * sizeof(float));
-      std::memset(o + qb, 0, size_t(g.wn - qb) * sizeof(float));
+      const float* xr = xc + ih * IW;
+      for (int64_t q = 0; q < qa; ++q) o[q] = 0.0f;
+      for (int64_t q = qa; q < qb; ++q) o[q] = xr[q - pw];
+      for (int64_t q = qb; q < g.wn; ++q) o[q] = 0.0f;
     }
   }
 }
 
 // The B block of rows [k0, k0 + kc), pixels [j0, j0 + cols), panel layout as im2col_block,
-// from the window of channels from c0 (s1_window). tab: 4 * cols ints.
+// from the window of channels from c0 (s1_window). tab: 4 * cols ints; boff: kc ints.
 void s1_block(const ConvShape& s, const float* win, int64_t c0, const S1Geom& g, int64_t k0,
-              int64_t kc, int64_t j0, int64_t cols, int64_t nr, float* dst, int32_t* tab) {
+              int64_t kc, int64_t j0, int64_t cols, int64_t nr, float* dst, int32_t* tab,
+              int32_t* boff) {
   // Segments of each panel (a run of pixels in one output row): destination lane, source
   // offset in the window (for tap 0 of channel c0), length; panel q's are [first[q], first[q+1]).
   const int64_t panels = (cols + nr - 1) / nr, OW = s.out[2];
@@ -181,20 +185,13 @@ void s1_block(const ConvShape& s, const float* win, int64_t c0, const S1Geom& g,
     }
   }
   first[panels] = n;
+  // Window offset of each B row's tap (channel c, tap kh, kw), then panel by panel: the
+  // panel's kc x NR floats are written in order (one stream), each row one to three runs.
   const int64_t taps = s.taps(), KW = s.k[2];
   int64_t c = k0 / taps, t = k0 % taps;
   int64_t kw = t % KW, kh = t / KW;
   for (int64_t kk = 0; kk < kc; ++kk) {
-    const float* base = win + ((c - c0) * g.rows + kh * s.d[1]) * g.wn + kw * s.d[2];
-    for (int64_t q = 0; q < panels; ++q) {
-      float* o = dst + q * nr * kc + kk * nr;
-      const int32_t f = first[q], l = first[q + 1];
-      if (l - f == 1 && len[f] == nr && nr == 16) {  // the common case: one whole run
-        std::memcpy(o, base + src[f], 16 * sizeof(float));
-        continue;
-      }
-      for (int32_t i = f; i < l; ++i) std::memcpy(o + lane[i], base + src[i], size_t(len[i]) * sizeof(float));
-    }
+    boff[kk] = int32_t(((c - c0) * g.rows + kh * s.d[1]) * g.wn + kw * s.d[2]);
     if (++kw == KW) {
       kw = 0;
       if (++kh == s.k[1]) {
@@ -202,6 +199,22 @@ void s1_block(const ConvShape& s, const float* win, int64_t c0, const S1Geom& g,
         ++c;
       }
     }
+  }
+  for (int64_t q = 0; q < panels; ++q) {
+    float* o = dst + q * nr * kc;
+    const int32_t f = first[q], l = first[q + 1];
+    if (l - f == 1 && len[f] == nr && nr == 16) {  // the common case: one whole run
+      const float* from = win + src[f];
+      for (int64_t kk = 0; kk < kc; ++kk) std::memcpy(o + kk * 16, from + boff[kk], 16 * sizeof(float));
+      continue;
+    }
+    // Runs of a few floats: inline loops (a memcpy call per run cost more than the run).
+    for (int64_t kk = 0; kk < kc; ++kk)
+      for (int32_t i = f; i < l; ++i) {
+        float* to = o + kk * nr + lane[i];
+        const float* from = win + boff[kk] + src[i];
+        for (int32_t j = 0; j < len[i]; ++j) to[j] = from[j];
+      }
   }
 }
 
@@ -300,7 +313,7 @@ ConvPlan plan_conv(const ConvShape& s, int threads) {
   p.m_chunks = (panels + ppc - 1) / ppc;
   p.tasks = images * p.col_blocks * p.m_chunks;
   p.slot_floats = p.kc * p.nc + 4 * p.nc;  // packed block + im2col's pixel table
-  if (s1_applies(s)) p.slot_floats += s1_window_floats(s, p.kc, p.nc);
+  if (s1_applies(s)) p.slot_floats += p.kc + s1_window_floats(s, p.kc, p.nc);  // offsets, window
   return p;
 }
 
@@ -341,10 +354,11 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
       }
     } else if (stride1) {
       const int64_t taps = s.taps(), c0 = k0 / taps, c1 = (k0 + kc - 1) / taps + 1;
-      float* win = slot + p.kc * p.nc + 4 * p.nc;
+      int32_t* boff = reinterpret_cast<int32_t*>(slot + p.kc * p.nc + 4 * p.nc);
+      float* win = slot + p.kc * p.nc + 4 * p.nc + p.kc;
       s1_window(s, xg, c0, c1, g1, win);
       s1_block(s, win, c0, g1, k0, kc, j0, cols, nr, slot,
-               reinterpret_cast<int32_t*>(slot + p.kc * p.nc));
+               reinterpret_cast<int32_t*>(slot + p.kc * p.nc), boff);
     } else {
       im2col_block(s, xg, k0, kc, j0, cols, nr, slot,
                    reinterpret_cast<int32_t*>(slot + p.kc * p.nc));
