@@ -5,6 +5,7 @@
 
 #include "common.h"
 #include "kernels/conv.h"
+#include "kernels/winograd.h"
 #include "spatial.h"
 
 namespace minnow {
@@ -21,10 +22,14 @@ kernels::ConvShape conv_shape(const Axis ax[kMaxSpatial], int64_t N, int64_t C, 
 class ConvPacked {
  public:
   // w: [M, Cg, k...] (taps = product of k), bias [M] or null. `spatial` = spatial rank.
+  // `winograd`: the node is a 3x3, stride 1, dilation 1, one-group 2-D convolution (from
+  // its attributes); its weights are then also transformed for Winograd F(2x2, 3x3), used
+  // at run time when the shapes allow (winograd_applies) and the map is not tiny.
   ConvPacked(const float* w, int64_t M, int64_t Cg, int64_t taps, int64_t group,
-             const float* bias, int spatial);
+             const float* bias, int spatial, bool winograd = false);
   const char* name() const {
     if (depthwise_) return "f32_dwconv_direct";
+    if (winograd_.u) return "f32_conv3x3_winograd_f2x2__6x2v";
     return gemm_.in_place ? "f32_conv_gemm_6x2v__wrows" : "f32_conv_gemm_6x2v";
   }
   size_t scratch_bytes(const kernels::ConvShape& s) const;
@@ -33,8 +38,13 @@ class ConvPacked {
            float* y) const;
 
  private:
+  bool use_winograd(const kernels::ConvShape& s) const;
+  void run_winograd(const RunContext& ctx, const kernels::ConvShape& s, const float* x,
+                    float* y) const;
+
   bool depthwise_ = false;
   kernels::ConvWeights gemm_;
+  kernels::WinogradWeights winograd_;
   kernels::FloatBuf dw_w_, dw_b_;
 };
 

@@ -111,7 +111,8 @@ FakeNode conv_node(const ConvSpec& c, int version = 11) {
 }
 
 void check_conv(std::mt19937& rng, const ConvSpec& c, Ctx ctx, bool hide_dims = false,
-                bool weights_constant = true, size_t* chunks = nullptr) {
+                bool weights_constant = true, size_t* chunks = nullptr,
+                std::string* kernel = nullptr) {
   ConvProblem p = make_problem(rng, c);
   std::vector<Tensor> in{p.x, p.w};
   if (weights_constant) in[1].as_constant();
@@ -135,6 +136,7 @@ void check_conv(std::mt19937& rng, const ConvSpec& c, Ctx ctx, bool hide_dims = 
   REQUIRE_MESSAGE(r.ok(), r.error);
   CDT_CHECK_CLOSE(out[0].f(), p.want);
   if (chunks) *chunks = r.chunks;
+  if (kernel) *kernel = r.kernel_name;
 }
 
 }  // namespace
@@ -317,6 +319,16 @@ TEST_SUITE("conv") {
       c.d = {1, 1};
       specs.push_back(c);
     }
+    {  // 3x3 stride 1, 20 -> 18 channels, odd map, batch 2, asymmetric pads: Winograd
+      ConvSpec c;
+      c.x = {2, 20, 15, 13};
+      c.M = 18;
+      c.k = {3, 3};
+      c.s = {1, 1};
+      c.d = {1, 1};
+      c.pads = {1, 0, 2, 1};
+      specs.push_back(c);
+    }
     {  // 1-D long signal, dilated
       ConvSpec c;
       c.x = {3, 5, 500};
@@ -333,6 +345,36 @@ TEST_SUITE("conv") {
         check_conv(rng, c, ctx, false, true, &chunks);
         if (ctx == Ctx::kChunky) CHECK(chunks > 1);
       }
+  }
+
+  TEST_CASE("Conv: 3x3 stride 1 with 16+ channels runs Winograd, others the GEMM") {
+    std::mt19937 rng(21);
+    ConvSpec c;
+    c.x = {1, 16, 9, 10};
+    c.M = 24;
+    c.k = {3, 3};
+    c.s = {1, 1};
+    c.d = {1, 1};
+    c.pads = {1, 1, 1, 1};
+    for (Ctx ctx : kAllCtx) {
+      std::string kernel;
+      check_conv(rng, c, ctx, false, true, nullptr, &kernel);
+      CHECK(kernel == "f32_conv3x3_winograd_f2x2__6x2v");
+    }
+    ConvSpec strided = c;  // stride 2, dilation 2, 15 channels, 1x3: the GEMM path
+    strided.s = {2, 2};
+    ConvSpec dilated = c;
+    dilated.d = {2, 2};
+    ConvSpec narrow = c;
+    narrow.x = {1, 15, 9, 10};
+    ConvSpec wide = c;
+    wide.k = {1, 3};
+    wide.pads = {0, 1, 0, 1};
+    for (const ConvSpec& g : {strided, dilated, narrow, wide}) {
+      std::string kernel;
+      check_conv(rng, g, Ctx::kSerial, false, true, nullptr, &kernel);
+      CHECK(kernel == "f32_conv_gemm_6x2v__wrows");
+    }
   }
 
   TEST_CASE("Conv errors are reported, not crashes") {

@@ -9,6 +9,7 @@
 #include "kernels/conv.h"
 #include "kernels/eltwise.h"
 #include "kernels/gemm.h"
+#include "kernels/winograd.h"
 
 #include <algorithm>
 #include <cmath>
@@ -206,6 +207,51 @@ TEST_CASE("GEMM convolution matches the reference") {
   for (const ConvCase& c : cases)
     for (int threads : {1, 2, 8})
       for (bool clamp : {false, true}) check_conv(rng, c, false, clamp, threads);
+}
+
+TEST_CASE("Winograd F(2x2, 3x3) convolution matches the reference") {
+  std::mt19937 rng(17);
+  // 3x3 stride 1: odd and even output sizes (tiles half outside), 1-pixel maps, pads 0-2
+  // (asymmetric), channel counts around the 6-row tile and the k-block (C > 256: two
+  // k-blocks), tile counts around the panel width and the block, batches.
+  const ConvCase cases[] = {
+      {1, 16, 16, 1, {1, 8, 8}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+      {2, 5, 7, 1, {1, 11, 13}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 0}, {0, 2, 1}},
+      {1, 3, 1, 1, {1, 3, 3}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      {1, 7, 13, 1, {1, 1, 1}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+      {1, 64, 70, 1, {1, 7, 7}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+      {1, 300, 11, 1, {1, 6, 5}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+      {1, 24, 40, 1, {1, 37, 29}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 2, 0}, {0, 1, 2}},
+      {1, 9, 6, 1, {1, 70, 66}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+  };
+  for (const ConvCase& c : cases)
+    for (bool clamp : {false, true}) {
+      const ConvShape s = shape_of(c);
+      REQUIRE(winograd_applies(s));
+      const std::vector<float> x = randn(rng, size_t(s.N * s.C * s.Pin()));
+      const std::vector<float> w = randn(rng, size_t(s.M * s.K()));
+      const std::vector<float> bias = randn(rng, size_t(s.M));
+      const float lo = clamp ? 0.0f : -kInf, hi = clamp ? 6.0f : kInf;
+      std::vector<float> want(size_t(s.N * s.M * s.P())), got(want.size(), kNaN);
+      conv_ref(s, x.data(), w.data(), bias.data(), want.data(), lo, hi);
+      const WinogradWeights ww = pack_winograd(w.data(), s.M, s.C, clamp ? bias.data() : nullptr);
+      const WinogradPlan p = plan_winograd(s);
+      CHECK(p.nt % gemm_nr() == 0);
+      std::vector<float> xp(size_t(p.pad_floats), kNaN), slot(size_t(p.slot_floats), kNaN);
+      for (int64_t n = 0; n < s.N; ++n) {
+        // Two halves of the channels, as two workers would pad them.
+        winograd_pad_input(s, p, x.data() + n * s.C * s.Pin(), 0, s.C / 2, xp.data());
+        winograd_pad_input(s, p, x.data() + n * s.C * s.Pin(), s.C / 2, s.C, xp.data());
+        for (int64_t b = p.blocks - 1; b >= 0; --b)
+          winograd_block(s, ww, p, b, xp.data(), got.data() + n * s.M * s.P(), slot.data(), lo, hi);
+      }
+      if (!clamp) {  // packed without the bias: add it to the reference's comparison
+        for (int64_t n = 0; n < s.N; ++n)
+          for (int64_t m = 0; m < s.M; ++m)
+            for (int64_t i = 0; i < s.P(); ++i) got[size_t((n * s.M + m) * s.P() + i)] += bias[size_t(m)];
+      }
+      expect_close(got, want, "winograd " + describe(s));
+    }
 }
 
 TEST_CASE("direct depthwise convolution matches the reference") {

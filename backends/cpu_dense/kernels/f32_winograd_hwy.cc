@@ -1,0 +1,173 @@
+// The transforms of the Winograd F(2x2, 3x3) convolution (kernels/winograd.h), compiled
+// per Highway target. SIMD runs along the tiles: a group of vector-width tiles in one tile
+// row reads, for each patch element (i, j), consecutive floats of the padded input,
+// because its rows are stored split into even and odd columns (winograd_pad_input): tile
+// tw's columns 2tw, 2tw + 1, 2tw + 2, 2tw + 3 are even[tw], odd[tw], even[tw + 1],
+// odd[tw + 1]. Groups that straddle a tile row, and the block's last partial group, take
+// the scalar path (same arithmetic, one tile at a time).
+// Arrays of vectors keep the transforms readable; the sizeless SVE vector types cannot
+// be array elements, so the SVE targets are left out here (NEON runs on those cores).
+#ifndef HWY_DISABLED_TARGETS
+#define HWY_DISABLED_TARGETS (HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128)
+#endif
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/f32_winograd_hwy.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "kernels/winograd.h"
+
+#include <algorithm>
+
+HWY_BEFORE_NAMESPACE();
+namespace minnow {
+namespace cpu_dense {
+namespace kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// V = B^T d B for one tile, element (i, j) at v[(4 i + j) * vxi].
+template <class T>
+HWY_INLINE void InputTile(const T d[4][4], T v[16]) {
+  T t[4][4];
+  for (int j = 0; j < 4; ++j) {
+    t[0][j] = d[0][j] - d[2][j];
+    t[1][j] = d[1][j] + d[2][j];
+    t[2][j] = d[2][j] - d[1][j];
+    t[3][j] = d[1][j] - d[3][j];
+  }
+  for (int i = 0; i < 4; ++i) {
+    v[4 * i + 0] = t[i][0] - t[i][2];
+    v[4 * i + 1] = t[i][1] + t[i][2];
+    v[4 * i + 2] = t[i][2] - t[i][1];
+    v[4 * i + 3] = t[i][1] - t[i][3];
+  }
+}
+
+void InputImpl(const WinogradXform& x, const float* xp, float* V) {
+  const hn::CappedTag<float, 8> d;
+  using Vec = hn::Vec<decltype(d)>;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t TW = x.tiles_w, odd = TW + 1, row = 2 * (TW + 1), plane = x.hp * row;
+  const int64_t vxi = x.v_stride;
+  for (int64_t c = 0; c < x.C; ++c) {
+    const float* xc = xp + c * plane;
+    for (int64_t l = 0; l < x.nt; l += L) {
+      float* v = V + ((l / x.nr) * x.C + c) * x.nr + l % x.nr;
+      const int64_t t = x.t0 + l, th = t / TW, tw = t % TW;
+      if (l + L <= x.count && tw + L <= TW) {
+        const float* r0 = xc + 2 * th * row + tw;
+        Vec dv[4][4];
+        for (int i = 0; i < 4; ++i) {
+          const float* r = r0 + i * row;
+          dv[i][0] = hn::LoadU(d, r);
+          dv[i][1] = hn::LoadU(d, r + odd);
+          dv[i][2] = hn::LoadU(d, r + 1);
+          dv[i][3] = hn::LoadU(d, r + odd + 1);
+        }
+        Vec out[16];
+        InputTile(dv, out);
+        for (int e = 0; e < 16; ++e) hn::StoreU(out[e], d, v + e * vxi);
+        continue;
+      }
+      for (int64_t k = 0; k < L; ++k) {  // one tile at a time; lanes past the block: zeros
+        float out[16] = {};
+        if (l + k < x.count) {
+          const int64_t tk = t + k, thk = tk / TW, twk = tk % TW;
+          float dd[4][4];
+          for (int i = 0; i < 4; ++i) {
+            const float* r = xc + (2 * thk + i) * row + twk;
+            dd[i][0] = r[0];
+            dd[i][1] = r[odd];
+            dd[i][2] = r[1];
+            dd[i][3] = r[odd + 1];
+          }
+          InputTile(dd, out);
+        }
+        for (int e = 0; e < 16; ++e) v[e * vxi + k] = out[e];
+      }
+    }
+  }
+}
+
+// Y = A^T M A for one tile: y[i][j], (i, j) in 2x2.
+template <class T>
+HWY_INLINE void OutputTile(const T r[16], T y[2][2]) {
+  T t[2][4];
+  for (int j = 0; j < 4; ++j) {
+    t[0][j] = r[j] + r[4 + j] + r[8 + j];
+    t[1][j] = r[4 + j] - r[8 + j] - r[12 + j];
+  }
+  for (int i = 0; i < 2; ++i) {
+    y[i][0] = t[i][0] + t[i][1] + t[i][2];
+    y[i][1] = t[i][1] - t[i][2] - t[i][3];
+  }
+}
+
+void OutputImpl(const WinogradXform& x, const float* Mb, const float* bias, float lo, float hi,
+                float* y) {
+  const hn::CappedTag<float, 8> d;
+  using Vec = hn::Vec<decltype(d)>;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t TW = x.tiles_w, OH = x.out_h, OW = x.out_w, mxi = x.m_stride;
+  const Vec vlo = hn::Set(d, lo), vhi = hn::Set(d, hi);
+  for (int64_t m = 0; m < x.M; ++m) {
+    const float b = bias ? bias[m] : 0.0f;
+    const Vec vb = hn::Set(d, b);
+    float* ym = y + m * OH * OW;
+    const float* mm = Mb + m * x.nt;
+    for (int64_t l = 0; l < x.count; l += L) {
+      const int64_t t = x.t0 + l, th = t / TW, tw = t % TW, oh = 2 * th, ow = 2 * tw;
+      if (l + L <= x.count && tw + L <= TW && ow + 2 * L <= OW) {
+        Vec r[16];
+        for (int e = 0; e < 16; ++e) r[e] = hn::LoadU(d, mm + e * mxi + l);
+        Vec yy[2][2];
+        OutputTile(r, yy);
+        for (int i = 0; i < 2 && oh + i < OH; ++i) {
+          const Vec y0 = hn::Min(hn::Max(hn::Add(yy[i][0], vb), vlo), vhi);
+          const Vec y1 = hn::Min(hn::Max(hn::Add(yy[i][1], vb), vlo), vhi);
+          hn::StoreInterleaved2(y0, y1, d, ym + (oh + i) * OW + ow);
+        }
+        continue;
+      }
+      for (int64_t k = 0; k < L && l + k < x.count; ++k) {
+        float r[16];
+        for (int e = 0; e < 16; ++e) r[e] = mm[e * mxi + l + k];
+        float yy[2][2];
+        OutputTile(r, yy);
+        const int64_t tk = t + k, ohk = 2 * (tk / TW), owk = 2 * (tk % TW);
+        for (int i = 0; i < 2 && ohk + i < OH; ++i) {
+          float* yr = ym + (ohk + i) * OW + owk;
+          yr[0] = std::min(std::max(yy[i][0] + b, lo), hi);
+          if (owk + 1 < OW) yr[1] = std::min(std::max(yy[i][1] + b, lo), hi);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kernels
+}  // namespace cpu_dense
+}  // namespace minnow
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace minnow {
+namespace cpu_dense {
+namespace kernels {
+
+HWY_EXPORT(InputImpl);
+HWY_EXPORT(OutputImpl);
+
+void winograd_input_transform(const WinogradXform& x, const float* xp, float* v) {
+  HWY_DYNAMIC_DISPATCH(InputImpl)(x, xp, v);
+}
+void winograd_output_transform(const WinogradXform& x, const float* m, const float* bias,
+                               float lo, float hi, float* y) {
+  HWY_DYNAMIC_DISPATCH(OutputImpl)(x, m, bias, lo, hi, y);
+}
+
+}  // namespace kernels
+}  // namespace cpu_dense
+}  // namespace minnow
+#endif

@@ -1,0 +1,81 @@
+// Winograd F(2x2, 3x3) convolution (Lavin & Gray, "Fast Algorithms for Convolutional
+// Neural Networks", 2015) for 2-D 3x3 convolutions with stride 1, dilation 1 and one
+// group: each 2x2 block of outputs ("tile") takes 16 multiplies per input channel instead
+// of 36, as 16 independent GEMMs (one per element xi of the 4x4 transformed tile):
+//   M_xi[m, t] = sum_c U_xi[m, c] * V_xi[c, t],
+// U = G g G^T (weights, transformed once when the model is prepared), V = B^T d B (the
+// tile's 4x4 input patch d), then Y = A^T M A per tile and output channel. The GEMMs run on
+// the same 6x2v micro-kernel as the im2col convolution (kernels/gemm.h).
+//
+// F(2,3) rather than F(4,3): its transforms only add and halve, so the result is as
+// accurate as the direct sum (F(4,3) divides by 6 and 24 and loses about two digits in
+// float, more than the 1e-4 the engine promises against ONNX Runtime).
+//
+// One run, per image: the input is copied once into a zero-padded plane per channel
+// (winograd_pad_input; no bounds checks after that), then the tiles are taken in blocks
+// of `nt` (winograd_block: input transform of the block into 16 B matrices in the
+// micro-kernel's panel layout, 16 GEMMs, output transform with bias and clamp), each block
+// in its own scratch slot, so blocks can run in parallel.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/conv.h"
+#include "kernels/gemm.h"
+
+namespace minnow {
+namespace cpu_dense {
+namespace kernels {
+
+// 2-D (trivial D axis), 3x3, stride 1, dilation 1, one group.
+bool winograd_applies(const ConvShape& s);
+
+struct WinogradWeights {
+  int64_t M = 0, C = 0;
+  FloatBuf u;     // [16][M][C]: U_xi = (G g G^T)[xi] per (m, c), xi = 4 * row + column
+  FloatBuf bias;  // [M] or null
+};
+// w: [M, C, 3, 3], bias [M] or null.
+WinogradWeights pack_winograd(const float* w, int64_t M, int64_t C, const float* bias);
+
+struct WinogradPlan {
+  int64_t tiles_h = 0, tiles_w = 0, tiles = 0;  // 2x2 output tiles per image
+  int64_t hp = 0, wp = 0;                       // padded input plane: 2 * tiles + 2
+  int64_t nt = 0, blocks = 0;                   // tiles per block (a multiple of 16), blocks per image
+  int64_t kc = 0;                               // input channels per GEMM k-block
+  int64_t pad_floats = 0;                       // padded input of one image
+  int64_t slot_floats = 0;                      // one block's V and M matrices
+};
+WinogradPlan plan_winograd(const ConvShape& s);
+
+// Channels [c0, c1) of one image's input x (C x H x W) into xp: C planes of hp rows, each
+// row the wp padded columns split into its even columns then its odd ones (tiles_w + 1
+// each), zero outside the input.
+void winograd_pad_input(const ConvShape& s, const WinogradPlan& p, const float* x, int64_t c0,
+                        int64_t c1, float* xp);
+
+// The transforms' view of one block (winograd_block fills it).
+struct WinogradXform {
+  int64_t C = 0, M = 0, hp = 0, tiles_w = 0, out_h = 0, out_w = 0;
+  int64_t t0 = 0, count = 0;          // the block's first tile and its number of tiles
+  int64_t nt = 0, nr = 0, panels = 0;  // lanes (tiles) per block, per panel; nt / nr
+  int64_t v_stride = 0, m_stride = 0;  // floats from one xi's V (M) matrix to the next
+};
+// The 16 matrices of a block are laid 64 bytes further apart than their size: at sizes of
+// a multiple of 4 KB the transforms' 16 loads or stores per tile all fell into one L1
+// set (the input transform took 16 ns per tile and channel instead of ~3).
+inline int64_t winograd_stride(int64_t floats) { return floats + 16; }
+// V [16][panels][C][nr] (xi apart by v_stride) = B^T d B of the block's tiles (zeros in lanes past `count`).
+void winograd_input_transform(const WinogradXform& x, const float* xp, float* v);
+// y (M x OH x OW) = A^T M A + bias, clamped, from M [16][M][nt] (xi apart by m_stride); bias [M] or null.
+void winograd_output_transform(const WinogradXform& x, const float* m, const float* bias,
+                               float lo, float hi, float* y);
+
+// Tile block `b` of one image: y (M x OH x OW) from its padded input xp. slot: p.slot_floats
+// floats used by this call alone; lo / hi clamp the outputs (after the bias).
+void winograd_block(const ConvShape& s, const WinogradWeights& w, const WinogradPlan& p,
+                    int64_t b, const float* xp, float* y, float* slot, float lo, float hi);
+
+}  // namespace kernels
+}  // namespace cpu_dense
+}  // namespace minnow
