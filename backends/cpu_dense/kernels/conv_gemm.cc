@@ -96,28 +96,35 @@ void im2col_block(const ConvShape& s, const float* xg, int64_t k0, int64_t kc, i
   }
 }
 
-// Stride-1 2-D convolutions (3x3, 5x5, dilated ...), the im2col that most of their B
-// blocks took: a B row (channel c, tap kh, kw) is X's plane shifted by the tap, so a panel
-// row of NR pixels is one run of X per output row it spans, at the same offsets for every
-// k. Per k-block the input rows the block's pixels read are first copied once into a
-// zero-padded window (the only bounds checks), then every panel row is one to three
-// plain copies from it. resnet18's 3x3 layers spent a third of their time in the general
-// im2col above (0.3 ns a float, a branchy segment loop per 16 floats); this is ~5x less.
+// 2-D convolutions (3x3, 5x5, 7x7, strided, dilated ...), the im2col that most of their
+// B blocks took: a B row (channel c, tap kh, kw) is X's plane shifted by the tap and
+// sampled at the stride, so a panel row of NR pixels is one run per output row it spans,
+// at the same offsets for every k. Per k-block the input rows the block's pixels read are
+// first copied once into a zero-padded window (the only bounds checks) whose rows are
+// split by column phase, as the depthwise kernel's plane: padded column q = sw * i + f goes
+// to phase f, index i, so output column ow of tap kw reads phase (kw * dw) % sw at index
+// ow + (kw * dw) / sw and a run of outputs reads consecutive floats at every stride. Then
+// every panel row is one to three plain copies from the window. resnet18's 3x3 layers
+// spent a third of their time in the general im2col (0.3 ns a float, a branchy segment
+// loop per 16 floats); this is 2-3x less. (The general im2col stays for 3-D.)
 struct S1Geom {
-  int64_t oh0 = 0, rows = 0, wn = 0;  // first output row, window rows, window row width
+  int64_t oh0 = 0, rows = 0;  // first output row, window rows per channel
+  int64_t pwid = 0, rs = 0;   // floats per phase of a window row, per window row
 };
 bool s1_applies(const ConvShape& s) {
   // 2-D: a trivial D axis (a padded one makes out[0] > 1 from in[0] == 1).
-  return s.s[1] == 1 && s.s[2] == 1 && s.k[0] == 1 && s.in[0] == 1 && s.out[0] == 1 &&
-         !s.pointwise();
+  return s.k[0] == 1 && s.in[0] == 1 && s.out[0] == 1 && !s.pointwise();
 }
-// Window rows for pixels [j0, j1): the output rows they span plus the taps' reach.
+int64_t s1_pwid(const ConvShape& s) { return s.out[2] + ((s.k[2] - 1) * s.d[2]) / s.s[2]; }
+// Window rows for pixels [j0, j1): the padded input rows from the first output row's
+// (oh0 * sh) to the last one's plus the taps' reach.
 S1Geom s1_geom(const ConvShape& s, int64_t j0, int64_t j1) {
   S1Geom g;
   g.oh0 = j0 / s.out[2];
   const int64_t oh1 = (j1 - 1) / s.out[2];
-  g.rows = oh1 - g.oh0 + 1 + (s.k[1] - 1) * s.d[1];
-  g.wn = s.out[2] + (s.k[2] - 1) * s.d[2];
+  g.rows = (oh1 - g.oh0) * s.s[1] + (s.k[1] - 1) * s.d[1] + 1;
+  g.pwid = s1_pwid(s);
+  g.rs = s.s[2] * g.pwid;
   return g;
 }
 // Most window floats one k-block of kc rows needs for a block of nc pixels.
@@ -125,35 +132,40 @@ int64_t s1_window_floats(const ConvShape& s, int64_t kc, int64_t nc) {
   const int64_t taps = s.taps();
   const int64_t channels = std::min(s.Cg(), (kc + taps - 1) / taps + 1);
   const int64_t out_rows = std::min(s.out[1], (nc + s.out[2] - 1) / s.out[2] + 1);
-  const int64_t rows = out_rows + (s.k[1] - 1) * s.d[1];
-  const int64_t wn = s.out[2] + (s.k[2] - 1) * s.d[2];
-  return channels * rows * wn;
+  const int64_t rows = (out_rows - 1) * s.s[1] + (s.k[1] - 1) * s.d[1] + 1;
+  return channels * rows * s.s[2] * s1_pwid(s);
 }
 
 // The window of channels [c0, c1) (of this group's X, xg) for geometry g: window row r of
-// channel c is padded input row g.oh0 + r (input row g.oh0 + r - pad), columns [0, g.wn)
-// of the padded row (input column q - pad), zero outside the input.
+// channel c is padded input row g.oh0 * sh + r (input row that - pad); its phase f holds
+// padded columns f, f + sw, ... (input column q - pad), zero outside the input.
 void s1_window(const ConvShape& s, const float* xg, int64_t c0, int64_t c1, const S1Geom& g,
                float* win) {
-  const int64_t IH = s.in[1], IW = s.in[2], ph = s.pb[1], pw = s.pb[2];
-  // Columns of a window row that hold input: [qa, qb).
-  const int64_t qa = std::min(g.wn, std::max<int64_t>(0, pw));
-  const int64_t qb = std::max(qa, std::min(g.wn, IW + pw));
+  const int64_t IH = s.in[1], IW = s.in[2], ph = s.pb[1], pw = s.pb[2], sw = s.s[2];
   for (int64_t c = c0; c < c1; ++c) {
     const float* xc = xg + c * IH * IW;
     for (int64_t r = 0; r < g.rows; ++r) {
-      float* o = win + ((c - c0) * g.rows + r) * g.wn;
-      const int64_t ih = g.oh0 + r - ph;
+      float* o = win + ((c - c0) * g.rows + r) * g.rs;
+      const int64_t ih = g.oh0 * s.s[1] + r - ph;
       // Plain loops, not memset / memcpy calls: rows are tens of floats and the pads one
-      // or two, so the calls cost more than the copies (a third of the block time).
+      // or two, so the calls cost more than the copies.
       if (ih < 0 || ih >= IH) {
-        for (int64_t q = 0; q < g.wn; ++q) o[q] = 0.0f;
+        for (int64_t q = 0; q < g.rs; ++q) o[q] = 0.0f;
         continue;
       }
       const float* xr = xc + ih * IW;
-      for (int64_t q = 0; q < qa; ++q) o[q] = 0.0f;
-      for (int64_t q = qa; q < qb; ++q) o[q] = xr[q - pw];
-      for (int64_t q = qb; q < g.wn; ++q) o[q] = 0.0f;
+      for (int64_t f = 0; f < sw; ++f, o += g.pwid) {
+        // Index i reads input column f + sw * i - pw: inside the input for i in [ia, ib).
+        const int64_t ia = std::min(g.pwid, pw > f ? (pw - f + sw - 1) / sw : 0);
+        const int64_t ib = std::max(ia, std::min(g.pwid, IW + pw > f ? (IW + pw - f + sw - 1) / sw : 0));
+        const int64_t first = f + sw * ia - pw;  // input column of index ia
+        for (int64_t i = 0; i < ia; ++i) o[i] = 0.0f;
+        if (sw == 1)
+          for (int64_t i = ia; i < ib; ++i) o[i] = xr[first + (i - ia)];
+        else
+          for (int64_t i = ia; i < ib; ++i) o[i] = xr[first + sw * (i - ia)];
+        for (int64_t i = ib; i < g.pwid; ++i) o[i] = 0.0f;
+      }
     }
   }
 }
@@ -178,7 +190,7 @@ void s1_block(const ConvShape& s, const float* win, int64_t c0, const S1Geom& g,
       const int64_t p = j0 + jj, oh = p / OW, ow = p % OW;
       const int64_t m = std::min(e - jj, OW - ow);
       lane[n] = int32_t(jj - q * nr);
-      src[n] = int32_t((oh - g.oh0) * g.wn + ow);
+      src[n] = int32_t((oh - g.oh0) * s.s[1] * g.rs + ow);
       len[n] = int32_t(m);
       ++n;
       jj += m;
@@ -191,7 +203,8 @@ void s1_block(const ConvShape& s, const float* win, int64_t c0, const S1Geom& g,
   int64_t c = k0 / taps, t = k0 % taps;
   int64_t kw = t % KW, kh = t / KW;
   for (int64_t kk = 0; kk < kc; ++kk) {
-    boff[kk] = int32_t(((c - c0) * g.rows + kh * s.d[1]) * g.wn + kw * s.d[2]);
+    const int64_t tw = kw * s.d[2];  // the tap's column offset: phase, index
+    boff[kk] = int32_t(((c - c0) * g.rows + kh * s.d[1]) * g.rs + (tw % s.s[2]) * g.pwid + tw / s.s[2]);
     if (++kw == KW) {
       kw = 0;
       if (++kh == s.k[1]) {
