@@ -57,11 +57,13 @@ WinogradWeights pack_winograd(const float* w, int64_t M, int64_t C, const float*
 namespace {
 constexpr int64_t kMaxKC = 256;  // as the im2col GEMM: a 6 x KC panel of U stays in L1
 // Bytes of one block's V and M matrices (16 x nt x (C + M) floats), and the most panels
-// of tiles per block. More tiles per block reuse each U_xi over more columns (the deep
-// layers stream all of U once per block: 16 MB on resnet18's 512-channel layers), fewer
-// keep V and M nearer the core. Measured on Zen 3 (resnet18's four 3x3 shapes, against
-// 256 KB and 4 MB): 1 MB was within 10 % of the best on each.
-constexpr int64_t kBlockBytes = 1024 * 1024;
+// of tiles per block: about half of a 512 KB L2, so the input transform's V is still
+// there when the GEMMs read it. More tiles per block would reuse each U_xi over more
+// columns, which only the deep layers need (they stream all of U once per block), and
+// those stay on the im2col GEMM (ConvPacked). Measured on Zen 3, same process against the
+// GEMM: 64 channels 56x56 1.71-1.77x at 256 KB, 1.67-1.70x at 512 KB, 1.48-1.58x at 1 MB;
+// 128 channels 28x28 1.46-1.68x, 1.56-1.62x, 1.29-1.38x.
+constexpr int64_t kBlockBytes = 256 * 1024;
 constexpr int64_t kMaxBlockPanels = 16;
 }  // namespace
 
