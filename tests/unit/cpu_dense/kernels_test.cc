@@ -261,7 +261,7 @@ TEST_CASE("direct depthwise convolution matches the reference") {
     for (int64_t st : {1, 2, 3})
       for (int64_t dil : {1, 2})
         for (int64_t pad : {0, 1, 2})
-          for (int64_t w : {1, 7, 17, 34}) {
+          for (int64_t w : {1, 7, 17, 34, 43, 53}) {  // row tails of 1-3 vectors
             const int64_t h = 9;
             if ((k - 1) * dil + 1 > w + 2 * pad || (k - 1) * dil + 1 > h + 2 * pad) continue;
             const int64_t C = 3, mult = (w == 17) ? 2 : 1;
