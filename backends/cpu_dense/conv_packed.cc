@@ -82,8 +82,7 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s) const {
 
 void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const float* x,
                      const float* w_rows, float* y) const {
-  const float lo = -std::numeric_limits<float>::infinity();
-  const float hi = std::numeric_limits<float>::infinity();
+  const float lo = lo_, hi = hi_;
   const int threads = ctx.num_threads();
   float* scratch = static_cast<float*>(ctx.scratch());
   if (depthwise_) {
@@ -121,8 +120,7 @@ void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const f
 // blocks, each worker reusing one scratch slot.
 void ConvPacked::run_winograd(const RunContext& ctx, const kernels::ConvShape& s, const float* x,
                               float* y) const {
-  const float lo = -std::numeric_limits<float>::infinity();
-  const float hi = std::numeric_limits<float>::infinity();
+  const float lo = lo_, hi = hi_;
   const kernels::WinogradPlan p = kernels::plan_winograd(s);
   const int threads = ctx.num_threads();
   const int64_t slots = scratch_slots(p.blocks, threads);

@@ -3,6 +3,8 @@
 // kernels/conv.h, split over the context's parallel_for.
 #pragma once
 
+#include <limits>
+
 #include "common.h"
 #include "kernels/conv.h"
 #include "kernels/winograd.h"
@@ -36,12 +38,19 @@ class ConvPacked {
   // w: W as the run was given it (read when the GEMM weights are used in place).
   void run(const RunContext& ctx, const kernels::ConvShape& s, const float* x, const float* w,
            float* y) const;
+  // Every later run clamps its outputs to [lo, hi] (a fused Relu / Clip).
+  void set_clamp(float lo, float hi) {
+    lo_ = lo;
+    hi_ = hi;
+  }
 
  private:
   bool use_winograd(const kernels::ConvShape& s) const;
   void run_winograd(const RunContext& ctx, const kernels::ConvShape& s, const float* x,
                     float* y) const;
 
+  float lo_ = -std::numeric_limits<float>::infinity();
+  float hi_ = std::numeric_limits<float>::infinity();
   bool depthwise_ = false;
   kernels::ConvWeights gemm_;
   kernels::WinogradWeights winograd_;

@@ -3,6 +3,9 @@
 #include "log.h"
 #include "prepared.h"
 
+#include <cstddef>
+#include <limits>
+
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/filesystem.hpp>
 
@@ -189,7 +192,80 @@ Status PreparedModel::Impl::select(const Model& model, const BackendPolicy& pol,
     if (!(*kernels)[n]) return last_error;
     choices->push_back(choice);
   }
+  fuse_activations(model, *kernels, choices);
   return Status::ok();
+}
+
+namespace {
+
+// The clamp an activation node applies, when it is one a producer can absorb: Relu, or
+// Clip with constant float bounds (attributes before opset 11, inputs 1 and 2 after;
+// absent = unbounded).
+bool activation_clamp(const ir::Node& node, const std::vector<TensorState>& st, float* lo, float* hi) {
+  if (!node.domain.empty() || node.inputs.empty() || node.outputs.size() != 1) return false;
+  *lo = -std::numeric_limits<float>::infinity();
+  *hi = std::numeric_limits<float>::infinity();
+  if (node.op == "Relu") {
+    *lo = 0.0f;
+    return true;
+  }
+  if (node.op != "Clip") return false;
+  if (const ir::Attribute* a = node.attr("min")) *lo = a->f;
+  if (const ir::Attribute* a = node.attr("max")) *hi = a->f;
+  for (size_t i = 1; i < 3 && i < node.inputs.size(); ++i) {
+    const int32_t t = node.inputs[i];
+    if (t < 0) continue;
+    const TensorState& ts = st[size_t(t)];
+    if (!ts.value || ts.dtype != DataType::kFloat32 || shape_elements(ts.dims) != 1) return false;
+    (i == 1 ? *lo : *hi) = *static_cast<const float*>(ts.value);
+  }
+  return !(*lo > *hi) && *lo == *lo && *hi == *hi;  // ordered, no NaN
+}
+
+}  // namespace
+
+void PreparedModel::Impl::fuse_activations(const Model& model,
+                                           const std::vector<std::shared_ptr<PreparedKernel>>& kernels,
+                                           std::vector<KernelChoice>* choices) const {
+  const auto& g = model.graph();
+  std::vector<int> consumers(g.tensors.size(), 0), consumer(g.tensors.size(), -1);
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (int32_t in : g.nodes[n].inputs)
+      if (in >= 0) ++consumers[size_t(in)], consumer[size_t(in)] = int(n);
+  std::vector<bool> is_output(g.tensors.size(), false);
+  for (int32_t o : g.outputs) is_output[size_t(o)] = true;
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const auto& pk = kernels[n];
+    if (!pk || g.nodes[n].outputs.empty()) continue;
+    const int32_t y = g.nodes[n].outputs[0];
+    if (y < 0 || consumers[size_t(y)] != 1 || is_output[size_t(y)]) continue;
+    const int b = consumer[size_t(y)];
+    const ir::Node& act = g.nodes[size_t(b)];
+    float lo, hi;
+    if (act.inputs[0] != y || !kernels[size_t(b)] || is_output[size_t(act.outputs[0])] ||
+        !activation_clamp(act, static_states, &lo, &hi))
+      continue;
+    const TensorState& ys = static_states[size_t(y)];
+    const TensorState& zs = static_states[size_t(act.outputs[0])];
+    if (ys.dtype != DataType::kFloat32 || zs.dtype != DataType::kFloat32 || ys.bounded || zs.bounded) continue;
+    bool fused = false;
+    {
+      std::lock_guard<std::mutex> lock(cache_mutex);
+      if (pk->fused_node == b) {
+        fused = true;
+      } else if (pk->fused_node < 0 && pk->k.struct_size >= offsetof(mn_kernel, fuse_clamp) + sizeof(pk->k.fuse_clamp) &&
+                 pk->k.fuse_clamp && pk->k.fuse_clamp(pk->k.state, lo, hi) == MN_OK) {
+        pk->fused_node = b;
+        fused = true;
+      }
+    }
+    if (!fused) continue;
+    for (KernelChoice& c : *choices)
+      if (c.node == b) {
+        c.kernel = "fused";
+        c.reason = "clamp applied by " + g.nodes[n].describe() + " (" + (pk->k.name ? pk->k.name : "?") + ") as it writes";
+      }
+  }
 }
 
 PreparedModel::~PreparedModel() = default;

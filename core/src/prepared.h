@@ -15,6 +15,10 @@ namespace minnow {
 struct PreparedKernel {
   std::shared_ptr<BackendEntry> backend;
   mn_kernel k{};
+  // The activation node (Relu / Clip) whose clamp this kernel applies to its output
+  // (mn_kernel.fuse_clamp accepted it), or -1. That node is not run; its output is this
+  // kernel's output 0. Set once, under the cache mutex, while a model is prepared.
+  int fused_node = -1;
   ~PreparedKernel() {
     if (k.destroy) k.destroy(k.state);
   }
@@ -34,6 +38,10 @@ struct PreparedModel::Impl {
   mutable std::mutex cache_mutex;
   mutable std::map<std::pair<int, std::string>, std::shared_ptr<PreparedKernel>> cache;
 
+  // Offers each chosen kernel the clamp of the Relu / Clip that alone consumes its output
+  // (fuse_activations in engine.cc); marks the choices of the nodes it absorbed.
+  void fuse_activations(const Model& model, const std::vector<std::shared_ptr<PreparedKernel>>& kernels,
+                        std::vector<KernelChoice>* choices) const;
   // Chooses and prepares a kernel for every node under `policy`.
   Status select(const Model& model, const BackendPolicy& policy,
                 std::vector<std::shared_ptr<PreparedKernel>>* kernels,

@@ -336,8 +336,25 @@ Status Session::Impl::plan() {
     }
   }
 
-  // Which tensors live in the arena, and where each one's lifetime ends.
+  // Activations fused into their producer's kernel (PreparedKernel::fused_node) are not
+  // run: their output is the producer's output (alias_of), which then lives until the
+  // activation's consumers are done.
   const size_t nt = g.tensors.size();
+  std::vector<int32_t> alias_of(nt, -1);
+  for (int n : model->topo_order()) {
+    const auto& pk = kernels[n];
+    if (!pk || pk->fused_node < 0 || skip[n] || skip[pk->fused_node]) continue;
+    const ir::Node& act = g.nodes[pk->fused_node];
+    const int32_t y = g.nodes[n].outputs[0], z = act.outputs[0];
+    if (st[y].bounded || st[z].bounded || st[y].dims != st[z].dims ||
+        std::find(g.outputs.begin(), g.outputs.end(), z) != g.outputs.end())
+      continue;
+    skip[pk->fused_node] = true;
+    alias_of[z] = y;
+  }
+  auto resolve = [&](int32_t t) { return t >= 0 && alias_of[t] >= 0 ? alias_of[t] : t; };
+
+  // Which tensors live in the arena, and where each one's lifetime ends.
   std::vector<int> graph_input_slot(nt, -1), graph_output_slot(nt, -1);
   for (size_t i = 0; i < g.inputs.size(); ++i) graph_input_slot[g.inputs[i]] = static_cast<int>(i);
   for (size_t i = 0; i < g.outputs.size(); ++i) graph_output_slot[g.outputs[i]] = static_cast<int>(i);
@@ -358,15 +375,17 @@ Status Session::Impl::plan() {
       req_tensor.push_back(o);
     }
   for (size_t s = 0; s < order.size(); ++s)
-    for (int32_t in : g.nodes[order[s]].inputs)
+    for (int32_t in0 : g.nodes[order[s]].inputs) {
+      const int32_t in = resolve(in0);
       if (in >= 0 && request_of[in] >= 0) reqs[request_of[in]].last_use = std::max(reqs[request_of[in]].last_use, static_cast<int>(s));
+    }
   for (size_t s = 0; s < order.size(); ++s) {
     const ir::Node& node = g.nodes[order[s]];
     const auto& pk = kernels[order[s]];
     if (!pk) continue;
     int ip = pk->k.inplace_input;
     if (ip < 0 || ip >= static_cast<int>(node.inputs.size()) || node.outputs.empty()) continue;
-    int32_t in = node.inputs[ip], out = node.outputs[0];
+    int32_t in = resolve(node.inputs[ip]), out = node.outputs[0];
     if (in >= 0 && request_of[in] >= 0 && request_of[out] >= 0 && st[in].dtype == st[out].dtype)
       reqs[request_of[out]].inplace_of = request_of[in];
   }
@@ -393,6 +412,8 @@ Status Session::Impl::plan() {
     else if (graph_input_slot[t] >= 0) st[t].value = inputs[graph_input_slot[t]].raw();
     else if (graph_output_slot[t] >= 0) st[t].value = outputs[graph_output_slot[t]].raw();
   }
+  for (size_t t = 0; t < nt; ++t)
+    if (alias_of[t] >= 0) st[t].value = st[alias_of[t]].value;
   for (const Tensor& in : inputs) io_bytes += in.bytes();
 
   size_t scratch = 0;

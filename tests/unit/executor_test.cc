@@ -130,6 +130,82 @@ TEST_SUITE("executor") {
     CHECK(bad.status().message().find("no_such_backend") != std::string::npos);
   }
 
+  TEST_CASE("Relu / Clip fused into the Conv or Gemm before them: same outputs, not run") {
+    auto e = test::make_engine();
+    // x -> Conv -> Relu -> Conv -> Clip(-0.2, 0.3) -> Flatten -> Gemm -> Relu -> Add -> y.
+    // With `expose`, every activation's input is also a graph output: nothing is fused.
+    auto build = [](bool expose) {
+      ModelBuilder b("fuse");
+      b.add_input("x", DataType::kFloat32, Shape{1, 3, 9, 8});
+      b.add_constant("w1", test::random_tensor({20, 3, 3, 3}, 1));
+      b.add_constant("b1", test::random_tensor({20}, 2));
+      b.add_constant("w2", test::random_tensor({4, 20, 1, 1}, 3));
+      b.add_constant("lo", Tensor::from_vector<float>({}, {-0.2f}));
+      b.add_constant("hi", Tensor::from_vector<float>({}, {0.3f}));
+      b.add_constant("w3", test::random_tensor({5, 4 * 9 * 8}, 4));
+      b.add_constant("b3", test::random_tensor({5}, 5));
+      b.add_constant("c", test::random_tensor({5}, 6));
+      b.add_node("Conv", {"x", "w1", "b1"}, {"c1"}, {Attr::Ints("pads", {1, 1, 1, 1})}, "conv1");
+      b.add_node("Relu", {"c1"}, {"r1"}, {}, "relu1");
+      b.add_node("Conv", {"r1", "w2"}, {"c2"}, {}, "conv2");
+      b.add_node("Clip", {"c2", "lo", "hi"}, {"k2"}, {}, "clip2");
+      b.add_node("Flatten", {"k2"}, {"f"}, {Attr::Int("axis", 1)});
+      b.add_node("Gemm", {"f", "w3", "b3"}, {"g"}, {Attr::Int("transB", 1)}, "gemm3");
+      b.add_node("Relu", {"g"}, {"r3"}, {}, "relu3");
+      b.add_node("Add", {"r3", "c"}, {"y"});
+      b.add_output("y");
+      if (expose) {
+        b.add_output("c1");
+        b.add_output("c2");
+        b.add_output("g");
+      }
+      return b.build().value();
+    };
+    auto fused = e->prepare(build(false)).value();
+    auto plain = e->prepare(build(true)).value();
+    int fused_count = 0;
+    for (const auto& c : fused->choices()) {
+      const std::string& name = fused->model().graph().nodes[size_t(c.node)].name;
+      if (name == "relu1" || name == "clip2" || name == "relu3") {
+        CHECK_MESSAGE(c.kernel == "fused", name);
+        CHECK(c.reason.find("clamp applied by") != std::string::npos);
+        ++fused_count;
+      }
+    }
+    CHECK(fused_count == 3);
+    for (const auto& c : plain->choices()) CHECK(c.kernel != "fused");
+    for (int threads : {1, 2}) {
+      SessionOptions so;
+      so.threads = threads;
+      so.profile = true;
+      auto sf = Session::create(fused, so).value();
+      auto sp = Session::create(plain, so).value();
+      for (int k = 0; k < 2; ++k) {
+        Tensor x = test::random_tensor({1, 3, 9, 8}, 40 + k);
+        auto yf = sf->run({x});
+        auto yp = sp->run({x});
+        REQUIRE_MESSAGE(yf.is_ok(), yf.status().message());
+        REQUIRE_MESSAGE(yp.is_ok(), yp.status().message());
+        const Tensor& a = yf.value()[0];
+        const Tensor& b = yp.value()[0];
+        REQUIRE(a.shape() == b.shape());
+        for (int64_t i = 0; i < a.elements(); ++i) CHECK(a.data<float>()[i] == b.data<float>()[i]);
+      }
+      CHECK(sf->profile().size() + 3 == sp->profile().size());  // the three activations do not run
+    }
+    // A backend other than cpu_dense for the Conv (none here accepts) leaves the Relu to run:
+    // forcing the reference path is not possible from outside, so check that a session
+    // policy that re-selects still agrees.
+    SessionOptions so;
+    so.policy.forbid = {"cpu_sparse"};
+    auto s2 = Session::create(fused, so).value();
+    Tensor x = test::random_tensor({1, 3, 9, 8}, 50);
+    auto y2 = s2->run({x});
+    REQUIRE_MESSAGE(y2.is_ok(), y2.status().message());
+    auto yp = Session::create(plain).value()->run({x}).value();
+    for (int64_t i = 0; i < yp[0].elements(); ++i) CHECK(y2.value()[0].data<float>()[i] == yp[0].data<float>()[i]);
+  }
+
   TEST_CASE("huge declared shapes are refused before allocating") {
     auto e = test::make_engine();
     ModelBuilder b("huge");

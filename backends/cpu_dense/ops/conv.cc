@@ -36,6 +36,14 @@ class ConvKernel final : public OpKernel {
 
   const char* name() const override { return fast_ ? fast_->name() : OpKernel::name(); }
 
+  // A following Relu / Clip, clamped in the SIMD kernels' epilogues (the reference loop
+  // for weights computed at run time has no epilogue: it declines).
+  bool fuse_clamp(float lo, float hi) override {
+    if (!fast_) return false;
+    fast_->set_clamp(lo, hi);
+    return true;
+  }
+
   // Packs W (and B) for the SIMD kernels when both are constants.
   void try_pack(const Node& node) {
     const mn_tensor& w = *node.input(1).t;

@@ -29,6 +29,15 @@ class GemmKernel final : public OpKernel {
 
   const char* name() const override { return fast_ ? "f32_gemm_6x2v_packed" : OpKernel::name(); }
 
+  // A following Relu / Clip, clamped in the packed GEMM's epilogue (the reference rows for
+  // weights computed at run time decline).
+  bool fuse_clamp(float lo, float hi) override {
+    if (!fast_) return false;
+    lo_ = lo;
+    hi_ = hi;
+    return true;
+  }
+
   void try_pack(const Node& node) {
     const mn_tensor& b = *node.input(1).t;
     if (!node.input(1).is_constant() || !b.data || b.rank != 2 || b.dims[0] < 0 || b.dims[1] < 0)
@@ -87,7 +96,7 @@ class GemmKernel final : public OpKernel {
       if (s.K != packed_.K || s.N != packed_.N) fail("B changed shape after packing");
       run_packed_b(ctx.raw(), packed_, s.M, static_cast<const float*>(in[0].data),
                    trans_a_ ? 1 : s.K, trans_a_ ? s.M : 1, static_cast<float*>(out[0].data), s.N,
-                   0.0f);
+                   0.0f, lo_, hi_);
       return;
     }
 
@@ -133,6 +142,8 @@ class GemmKernel final : public OpKernel {
   bool trans_a_, trans_b_;
   bool fast_ = false;
   kernels::PackedB packed_;
+  float lo_ = -std::numeric_limits<float>::infinity();
+  float hi_ = std::numeric_limits<float>::infinity();
 };
 
 }  // namespace

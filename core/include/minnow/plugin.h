@@ -25,9 +25,9 @@ extern "C" {
 #endif
 
 #define MINNOW_ABI_MAJOR 1
-#define MINNOW_ABI_MINOR 2 /* 1.1: mn_node.attr_strings; 1.2: run-time-sized outputs
+#define MINNOW_ABI_MINOR 3 /* 1.1: mn_node.attr_strings; 1.2: run-time-sized outputs
                               (mn_shape_ctx.set_output_bound, mn_run_ctx.set_output_dims),
-                              mn_op_def.value_inputs */
+                              mn_op_def.value_inputs; 1.3: mn_kernel.fuse_clamp */
 
 #if defined(_WIN32)
 #define MINNOW_PLUGIN_EXPORT __declspec(dllexport)
@@ -209,6 +209,11 @@ typedef struct mn_kernel {
   /* Estimated floating-point operations for these shapes (profiling); may be null. */
   double (*flops)(void* state, const mn_tensor* inputs, int32_t num_inputs,
                   const mn_tensor* outputs, int32_t num_outputs);
+  /* (1.3) Optional, may be null. The host asks, once, while preparing, whether this kernel
+   * can clamp its output 0 to [lo, hi] (lo may be -inf, hi +inf) as it writes it: the
+   * activation node that consumes it (Relu, Clip) is then not run, and its output is
+   * this kernel's. MN_OK: from now on every run clamps; anything else: unchanged. */
+  mn_status (*fuse_clamp)(void* state, float lo, float hi);
 } mn_kernel;
 
 /* A bid: can this backend run the node, at what cost (arbitrary units, about

@@ -241,6 +241,9 @@ class Kernel {
   virtual size_t scratch_bytes(const mn_tensor*, int, const mn_tensor*, int) const { return 0; }
   virtual double flops(const mn_tensor*, int, const mn_tensor*, int) const { return 0.0; }
   virtual int inplace_input() const { return -1; }
+  // Clamp output 0 to [lo, hi] on every later run (mn_kernel.fuse_clamp); false: cannot.
+  // Called while the model is prepared, before any run.
+  virtual bool fuse_clamp(float /*lo*/, float /*hi*/) { return false; }
 };
 
 // Wraps a C++ kernel into the C table; the table owns the object.
@@ -271,6 +274,13 @@ inline void export_kernel(std::unique_ptr<Kernel> k, mn_kernel* out) {
       return static_cast<const Kernel*>(s)->flops(in, nin, outs, nout);
     } catch (...) {
       return 0.0;
+    }
+  };
+  out->fuse_clamp = [](void* s, float lo, float hi) -> mn_status {
+    try {
+      return static_cast<Kernel*>(s)->fuse_clamp(lo, hi) ? MN_OK : MN_ERR_UNSUPPORTED;
+    } catch (...) {
+      return MN_ERR_INTERNAL;
     }
   };
   out->destroy = [](void* s) { delete static_cast<Kernel*>(s); };
