@@ -4,9 +4,10 @@
 //  - BatchNormalization after Conv / Gemm is folded into the weights and bias (a bias is
 //    created when there was none);
 //  - a zero-valued constant Pad over spatial dims only is folded into the next Conv's pads.
-// Activation fusion (Conv/Gemm + Relu/Clip/LeakyRelu) is only reported: no standard op
-// carries a fused activation and no backend runs one yet, so applying it would produce a
-// model nothing executes.
+// Activation fusion (Conv/Gemm + Relu/Clip/LeakyRelu) is only reported here: no standard op
+// carries a fused activation, so the file keeps the two nodes, and the engine fuses Relu
+// and constant-bound Clip into the kernel before them when it prepares the model
+// (mn_kernel.fuse_clamp, docs/ARCHITECTURE.md).
 #include "../compress_common/ir_util.h"
 #include "../compress_common/transform_plugin.h"
 
