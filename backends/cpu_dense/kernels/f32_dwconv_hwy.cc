@@ -154,7 +154,9 @@ void PlaneImpl(const ConvShape& s, int64_t plane, const float* x, const float* w
     }
     if (table) {
       // Four vectors of outputs at a time: four independent FMA chains hide the latency.
-      for (; ow + 4 * L <= OW; ow += 4 * L) {
+      // The last group may end in a partial vector (the padded plane is as wide as the
+      // row rounded up to whole vectors, so its loads stay inside).
+      for (; ow + 3 * L < OW; ow += 4 * L) {
         V a0 = vb, a1 = vb, a2 = vb, a3 = vb;
         for (int64_t t = 0; t < taps; ++t) {
           const float* src = base + off[t] + ow;
@@ -167,25 +169,16 @@ void PlaneImpl(const ConvShape& s, int64_t plane, const float* x, const float* w
         hn::StoreU(hn::Min(hn::Max(a0, vlo), vhi), d, yr + ow);
         hn::StoreU(hn::Min(hn::Max(a1, vlo), vhi), d, yr + ow + L);
         hn::StoreU(hn::Min(hn::Max(a2, vlo), vhi), d, yr + ow + 2 * L);
-        hn::StoreU(hn::Min(hn::Max(a3, vlo), vhi), d, yr + ow + 3 * L);
+        StoreClamped(d, hn::Min(hn::Max(a3, vlo), vhi), yr + ow + 3 * L, std::min(L, OW - ow - 3 * L), tmp);
       }
     }
     if (table && OW - ow > L) {
-      // The row's last two to four vectors (the last one possibly partial) together: one
+      // The row's last two or three vectors (the last one possibly partial) together: one
       // at a time, each waited on its FMA chain (taps x the FMA latency per vector), and on
       // 56- and 112-wide rows those tails were most of the row's time.
-      const int64_t rem = OW - ow, nv = (rem + L - 1) / L;  // 2..4 (rem < 4 L)
-      V a0 = vb, a1 = vb, a2 = vb, a3 = vb;
-      if (nv == 4) {
-        for (int64_t t = 0; t < taps; ++t) {
-          const float* src = base + off[t] + ow;
-          const V wv = hn::Set(d, wp[t]);
-          a0 = hn::MulAdd(wv, hn::LoadU(d, src), a0);
-          a1 = hn::MulAdd(wv, hn::LoadU(d, src + L), a1);
-          a2 = hn::MulAdd(wv, hn::LoadU(d, src + 2 * L), a2);
-          a3 = hn::MulAdd(wv, hn::LoadU(d, src + 3 * L), a3);
-        }
-      } else if (nv == 3) {
+      const int64_t rem = OW - ow, nv = (rem + L - 1) / L;  // 2 or 3 (rem <= 3 L)
+      V a0 = vb, a1 = vb, a2 = vb;
+      if (nv == 3) {
         for (int64_t t = 0; t < taps; ++t) {
           const float* src = base + off[t] + ow;
           const V wv = hn::Set(d, wp[t]);
@@ -204,7 +197,6 @@ void PlaneImpl(const ConvShape& s, int64_t plane, const float* x, const float* w
       hn::StoreU(hn::Min(hn::Max(a0, vlo), vhi), d, yr + ow);
       StoreClamped(d, hn::Min(hn::Max(a1, vlo), vhi), yr + ow + L, std::min(L, rem - L), tmp);
       if (nv > 2) StoreClamped(d, hn::Min(hn::Max(a2, vlo), vhi), yr + ow + 2 * L, std::min(L, rem - 2 * L), tmp);
-      if (nv > 3) StoreClamped(d, hn::Min(hn::Max(a3, vlo), vhi), yr + ow + 3 * L, rem - 3 * L, tmp);
       continue;
     }
     for (; ow < OW; ow += L) {
