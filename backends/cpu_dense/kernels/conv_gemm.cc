@@ -107,39 +107,39 @@ void im2col_block(const ConvShape& s, const float* xg, int64_t k0, int64_t kc, i
 // every panel row is one to three plain copies from the window. resnet18's 3x3 layers
 // spent a third of their time in the general im2col (0.3 ns a float, a branchy segment
 // loop per 16 floats); this is 2-3x less. (The general im2col stays for 3-D.)
-struct S1Geom {
+struct WindowGeom {
   int64_t oh0 = 0, rows = 0;  // first output row, window rows per channel
   int64_t pwid = 0, rs = 0;   // floats per phase of a window row, per window row
 };
-bool s1_applies(const ConvShape& s) {
+bool window_applies(const ConvShape& s) {
   // 2-D: a trivial D axis (a padded one makes out[0] > 1 from in[0] == 1).
   return s.k[0] == 1 && s.in[0] == 1 && s.out[0] == 1 && !s.pointwise();
 }
-int64_t s1_pwid(const ConvShape& s) { return s.out[2] + ((s.k[2] - 1) * s.d[2]) / s.s[2]; }
+int64_t window_pwid(const ConvShape& s) { return s.out[2] + ((s.k[2] - 1) * s.d[2]) / s.s[2]; }
 // Window rows for pixels [j0, j1): the padded input rows from the first output row's
 // (oh0 * sh) to the last one's plus the taps' reach.
-S1Geom s1_geom(const ConvShape& s, int64_t j0, int64_t j1) {
-  S1Geom g;
+WindowGeom window_geom(const ConvShape& s, int64_t j0, int64_t j1) {
+  WindowGeom g;
   g.oh0 = j0 / s.out[2];
   const int64_t oh1 = (j1 - 1) / s.out[2];
   g.rows = (oh1 - g.oh0) * s.s[1] + (s.k[1] - 1) * s.d[1] + 1;
-  g.pwid = s1_pwid(s);
+  g.pwid = window_pwid(s);
   g.rs = s.s[2] * g.pwid;
   return g;
 }
 // Most window floats one k-block of kc rows needs for a block of nc pixels.
-int64_t s1_window_floats(const ConvShape& s, int64_t kc, int64_t nc) {
+int64_t window_floats(const ConvShape& s, int64_t kc, int64_t nc) {
   const int64_t taps = s.taps();
   const int64_t channels = std::min(s.Cg(), (kc + taps - 1) / taps + 1);
   const int64_t out_rows = std::min(s.out[1], (nc + s.out[2] - 1) / s.out[2] + 1);
   const int64_t rows = (out_rows - 1) * s.s[1] + (s.k[1] - 1) * s.d[1] + 1;
-  return channels * rows * s.s[2] * s1_pwid(s);
+  return channels * rows * s.s[2] * window_pwid(s);
 }
 
 // The window of channels [c0, c1) (of this group's X, xg) for geometry g: window row r of
 // channel c is padded input row g.oh0 * sh + r (input row that - pad); its phase f holds
 // padded columns f, f + sw, ... (input column q - pad), zero outside the input.
-void s1_window(const ConvShape& s, const float* xg, int64_t c0, int64_t c1, const S1Geom& g,
+void window_rows(const ConvShape& s, const float* xg, int64_t c0, int64_t c1, const WindowGeom& g,
                float* win) {
   const int64_t IH = s.in[1], IW = s.in[2], ph = s.pb[1], pw = s.pb[2], sw = s.s[2];
   for (int64_t c = c0; c < c1; ++c) {
@@ -170,13 +170,15 @@ void s1_window(const ConvShape& s, const float* xg, int64_t c0, int64_t c1, cons
   }
 }
 
-// The B block of rows [k0, k0 + kc), pixels [j0, j0 + cols), panel layout as im2col_block,
-// from the window of channels from c0 (s1_window). tab: 4 * cols ints; boff: kc ints.
-void s1_block(const ConvShape& s, const float* win, int64_t c0, const S1Geom& g, int64_t k0,
-              int64_t kc, int64_t j0, int64_t cols, int64_t nr, float* dst, int32_t* tab,
-              int32_t* boff) {
-  // Segments of each panel (a run of pixels in one output row): destination lane, source
-  // offset in the window (for tap 0 of channel c0), length; panel q's are [first[q], first[q+1]).
+// The runs of the pixels [j0, j0 + cols), panel by panel (a run: pixels in one output row),
+// the same for every k-block of a task: in `tab` (4 * cols ints), first[q] .. first[q + 1]
+// are panel q's runs, each a destination lane, a source offset in the window (for tap 0
+// of the window's first channel) and a length.
+struct WindowRuns {
+  const int32_t *first, *lane, *src, *len;
+};
+WindowRuns window_runs(const ConvShape& s, const WindowGeom& g, int64_t j0, int64_t cols,
+                       int64_t nr, int32_t* tab) {
   const int64_t panels = (cols + nr - 1) / nr, OW = s.out[2];
   int32_t* first = tab;
   int32_t* lane = tab + panels + 1;
@@ -197,6 +199,17 @@ void s1_block(const ConvShape& s, const float* win, int64_t c0, const S1Geom& g,
     }
   }
   first[panels] = n;
+  return WindowRuns{first, lane, src, len};
+}
+
+// The B block of rows [k0, k0 + kc), pixels [j0, j0 + cols), panel layout as im2col_block,
+// from the window of channels from c0 (window_rows) and the pixels' runs (window_runs).
+// boff: kc ints.
+void window_block(const ConvShape& s, const float* win, int64_t c0, const WindowGeom& g,
+                  const WindowRuns& r, int64_t k0, int64_t kc, int64_t cols, int64_t nr,
+                  float* dst, int32_t* boff) {
+  const int64_t panels = (cols + nr - 1) / nr;
+  const int32_t *first = r.first, *lane = r.lane, *src = r.src, *len = r.len;
   // Window offset of each B row's tap (channel c, tap kh, kw), then panel by panel: the
   // panel's kc x NR floats are written in order (one stream), each row one to three runs.
   const int64_t taps = s.taps(), KW = s.k[2];
@@ -326,7 +339,7 @@ ConvPlan plan_conv(const ConvShape& s, int threads) {
   p.m_chunks = (panels + ppc - 1) / ppc;
   p.tasks = images * p.col_blocks * p.m_chunks;
   p.slot_floats = p.kc * p.nc + 4 * p.nc;  // packed block + im2col's pixel table
-  if (s1_applies(s)) p.slot_floats += p.kc + s1_window_floats(s, p.kc, p.nc);  // offsets, window
+  if (window_applies(s)) p.slot_floats += p.kc + window_floats(s, p.kc, p.nc);  // offsets, window
   return p;
 }
 
@@ -348,8 +361,11 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
   const float* xg = x + (n * s.C + g * Cg) * s.Pin();
   float* yg = y + (n * s.M + g * Mg) * P;
   const bool direct = s.pointwise();
-  const bool stride1 = s1_applies(s);
-  const S1Geom g1 = stride1 ? s1_geom(s, j0, j1) : S1Geom{};
+  const bool windowed = window_applies(s);
+  const WindowGeom wg = windowed ? window_geom(s, j0, j1) : WindowGeom{};
+  const WindowRuns runs = windowed ? window_runs(s, wg, j0, cols, nr,
+                                                 reinterpret_cast<int32_t*>(slot + p.kc * p.nc))
+                                   : WindowRuns{};
 
   for (int64_t k0 = 0; k0 < K; k0 += p.kc) {
     const int64_t kc = std::min(p.kc, K - k0);
@@ -365,13 +381,12 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
           for (int64_t q = 0; q < n; ++q) o[q] = src[jq + q];
         }
       }
-    } else if (stride1) {
+    } else if (windowed) {
       const int64_t taps = s.taps(), c0 = k0 / taps, c1 = (k0 + kc - 1) / taps + 1;
       int32_t* boff = reinterpret_cast<int32_t*>(slot + p.kc * p.nc + 4 * p.nc);
       float* win = slot + p.kc * p.nc + 4 * p.nc + p.kc;
-      s1_window(s, xg, c0, c1, g1, win);
-      s1_block(s, win, c0, g1, k0, kc, j0, cols, nr, slot,
-               reinterpret_cast<int32_t*>(slot + p.kc * p.nc), boff);
+      window_rows(s, xg, c0, c1, wg, win);
+      window_block(s, win, c0, wg, runs, k0, kc, cols, nr, slot, boff);
     } else {
       im2col_block(s, xg, k0, kc, j0, cols, nr, slot,
                    reinterpret_cast<int32_t*>(slot + p.kc * p.nc));
