@@ -44,7 +44,8 @@ void register_inspect_command(CLI::App& app, GlobalOptions& g) {
     const auto& ir = model->ir();
     const auto& gr = ir.graph;
     std::printf("model: %s\n", path.c_str());
-    std::printf("format %u.%u, producer: %s, graph '%s'\n", ir.format_major, ir.format_minor, ir.producer.c_str(), gr.name.c_str());
+    std::printf("format %u.%u%s, producer: %s, graph '%s'\n", ir.format_major, ir.format_minor,
+                ir.compact ? " (compact: description deflated)" : "", ir.producer.c_str(), gr.name.c_str());
     for (int32_t i : gr.inputs)
       std::printf("input  %-20s %-8s %s\n", gr.tensors[i].name.c_str(), dtype_name(gr.tensors[i].dtype), dims_text(gr.tensors[i]).c_str());
     // Shapes the file does not declare come from shape inference (op definitions only; no

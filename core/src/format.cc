@@ -3,12 +3,18 @@
 // Layout: [uint32 size][flatbuffer "MNW1"][zero pad to 64][data section]. Buffers are
 // (offset, size) into the data section, each offset a multiple of 64, so an mmapped file
 // is used in place. The data section carries a CRC-32 so corrupted weights are caught.
+// Compact layout (format 1.3, for compressed models, whose description is as large as
+// their weights): ["MNWZ"][uint32 described size][uint32 deflated size][raw deflate of
+// the size-prefixed flatbuffer][zero pad to 8][data section]; the description is
+// inflated once at load, the data section is read as in the plain layout.
 #include <minnow/ir.h>
 #include <minnow/status.h>
 
 #include "minnow/minnow_generated.h"
 
 #include "crc32.h"
+
+#include <zlib.h>
 
 #include <cstring>
 #include <limits>
@@ -27,6 +33,58 @@ constexpr size_t kMinAlign = 8;  // buffers not read in place (format 1.2)
 constexpr size_t kMaxRank = MN_MAX_RANK;
 
 size_t align_up(size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
+size_t align8(size_t v) { return (v + kMinAlign - 1) / kMinAlign * kMinAlign; }
+
+constexpr char kCompactMagic[4] = {'M', 'N', 'W', 'Z'};
+constexpr size_t kCompactHeader = 12;
+// An inflated description larger than this is refused before it is allocated (a crafted
+// header cannot ask for gigabytes); the largest real one is a few megabytes.
+constexpr size_t kMaxDescription = size_t(1) << 30;
+
+uint32_t get_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// Raw deflate (no zlib header: the file has its own magic and sizes), best compression.
+bool deflate_bytes(const uint8_t* in, size_t size, std::vector<uint8_t>* out) {
+  z_stream z{};
+  if (deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, -15, 9, Z_DEFAULT_STRATEGY) != Z_OK) return false;
+  out->resize(deflateBound(&z, uLong(size)));
+  z.next_in = const_cast<Bytef*>(in);
+  z.avail_in = uInt(size);
+  z.next_out = out->data();
+  z.avail_out = uInt(out->size());
+  const int rc = deflate(&z, Z_FINISH);
+  out->resize(z.total_out);
+  deflateEnd(&z);
+  return rc == Z_STREAM_END;
+}
+
+// Inflates exactly `expect` bytes from exactly `size` bytes of raw deflate; anything else
+// (a corrupt stream, trailing bytes, a short or long result) is an error.
+Status inflate_bytes(const uint8_t* in, size_t size, size_t expect, std::vector<uint8_t>* out,
+                     const std::string& origin) {
+  const std::string bad = origin + ": corrupt compact model description";
+  out->resize(expect + 1);  // one spare byte: a longer stream is caught, not truncated
+  z_stream z{};
+  if (inflateInit2(&z, -15) != Z_OK) return invalid_argument(bad + " (inflate init)");
+  z.next_in = const_cast<Bytef*>(in);
+  z.avail_in = uInt(size);
+  z.next_out = out->data();
+  z.avail_out = uInt(out->size());
+  const int rc = inflate(&z, Z_FINISH);
+  const size_t produced = z.total_out, consumed = z.total_in;
+  inflateEnd(&z);
+  if (rc != Z_STREAM_END) return invalid_argument(bad + " (deflate stream is damaged or truncated)");
+  if (produced != expect || consumed != size)
+    return invalid_argument(bad + " (inflates to " + std::to_string(produced) + " bytes from " +
+                            std::to_string(consumed) + ", header says " + std::to_string(expect) + " from " +
+                            std::to_string(size) + ")");
+  out->resize(expect);
+  return Status::ok();
+}
 
 uint32_t crc32_of(const uint8_t* data, size_t size) { return crc32(data, size); }
 
@@ -266,15 +324,15 @@ Result<std::vector<uint8_t>> serialize_model(const ir::ModelIR& m) {
                                 b.CreateVector(g.outputs));
 
   // Data section: a buffer a dense stage of the tensor's own type reads (weights used in
-  // place, zero-copy; dense int8 values with a scale are dequantized instead) at the
-  // next 64-byte boundary; the others (codebook indices, Huffman and sparse index streams,
-  // always decoded) at the next 8 bytes: up to 56 bytes less padding each, which is a few
-  // percent of a compressed model of a few kilobytes.
+  // place, zero-copy, also the values of a sparse chain, which sparse kernels read as they
+  // are) at the next 64-byte boundary; the others (codebook indices, Huffman and sparse
+  // index streams, quantized levels: always decoded) at the next 8 bytes: up to 56 bytes
+  // less padding each, which is a few percent of a compressed model of a few kilobytes.
   std::vector<bool> in_place(m.buffers.size(), false);
   for (const auto& t : g.tensors)
     for (const auto& st : t.encodings)
       if (auto* d = std::get_if<ir::DenseStage>(&st))  // stored as the tensor's own type
-        if (d->buffer < in_place.size() && (d->element_type == t.dtype || t.encodings.size() > 1))
+        if (d->buffer < in_place.size() && d->element_type == t.dtype && t.quant.empty())
           in_place[d->buffer] = true;
   std::vector<fbs::Buffer> buffers;
   size_t data_size = 0;
@@ -307,6 +365,19 @@ Result<std::vector<uint8_t>> serialize_model(const ir::ModelIR& m) {
                                b.CreateVector(log), b.CreateVector(opsets), crc);
   fbs::FinishSizePrefixedModelBuffer(b, root);
 
+  std::vector<uint8_t> z;
+  if (m.compact && b.GetSize() <= kMaxDescription && deflate_bytes(b.GetBufferPointer(), b.GetSize(), &z) &&
+      align8(kCompactHeader + z.size()) < align_up(b.GetSize())) {
+    const size_t start = align8(kCompactHeader + z.size());
+    std::vector<uint8_t> out(start + data.size(), 0);
+    const uint32_t described = uint32_t(b.GetSize()), deflated = uint32_t(z.size());
+    std::memcpy(out.data(), kCompactMagic, 4);
+    std::memcpy(out.data() + 4, &described, 4);
+    std::memcpy(out.data() + 8, &deflated, 4);
+    std::memcpy(out.data() + kCompactHeader, z.data(), z.size());
+    if (!data.empty()) std::memcpy(out.data() + start, data.data(), data.size());
+    return out;
+  }
   std::vector<uint8_t> out(align_up(b.GetSize()) + data.size(), 0);
   std::memcpy(out.data(), b.GetBufferPointer(), b.GetSize());
   if (!data.empty()) std::memcpy(out.data() + align_up(b.GetSize()), data.data(), data.size());
@@ -316,33 +387,53 @@ Result<std::vector<uint8_t>> serialize_model(const ir::ModelIR& m) {
 Result<ir::ModelIR> parse_model(const uint8_t* data, size_t size,
                                 std::shared_ptr<const void> owner, const std::string& origin) {
   if (size < 16) return invalid_argument(origin + ": file too small to be a Minnow model (" + std::to_string(size) + " bytes)");
-  uint32_t fb_size;
-  std::memcpy(&fb_size, data, 4);
-  if (!fbs::SizePrefixedModelBufferHasIdentifier(data))
-    return invalid_argument(origin + ": not a Minnow model (file identifier is not MNW1)");
-  if (size_t(fb_size) + 4 > size)
-    return invalid_argument(origin + ": truncated: header says " + std::to_string(fb_size + 4ull) + " bytes of model description, file has " + std::to_string(size));
+  // The description (a size-prefixed flatbuffer) and where the data section starts: in
+  // the file itself, or inflated from the compact layout.
+  const uint8_t* desc = data;
+  size_t desc_size = 0, data_start = 0;
+  std::vector<uint8_t> inflated;
+  const bool compact = std::memcmp(data, kCompactMagic, 4) == 0;
+  if (compact) {
+    const size_t described = get_u32(data + 4), deflated = get_u32(data + 8);
+    if (deflated > size - kCompactHeader)
+      return invalid_argument(origin + ": truncated: header says " + std::to_string(deflated) + " bytes of compact model description, file has " + std::to_string(size - kCompactHeader) + " after the header");
+    if (described < 8 || described > kMaxDescription)
+      return invalid_argument(origin + ": corrupt compact model description (described size " + std::to_string(described) + ")");
+    MINNOW_RETURN_IF_ERROR(inflate_bytes(data + kCompactHeader, deflated, described, &inflated, origin));
+    desc = inflated.data();
+    desc_size = described;
+    data_start = align8(kCompactHeader + deflated);
+    if (data_start > size) data_start = size;
+  } else {
+    desc_size = size_t(get_u32(data)) + 4;
+    if (!fbs::SizePrefixedModelBufferHasIdentifier(data))
+      return invalid_argument(origin + ": not a Minnow model (file identifier is not MNW1)");
+    if (desc_size > size)
+      return invalid_argument(origin + ": truncated: header says " + std::to_string(desc_size) + " bytes of model description, file has " + std::to_string(size));
+    data_start = align_up(desc_size);
+  }
+  if (size_t(get_u32(desc)) + 4 != desc_size || !fbs::SizePrefixedModelBufferHasIdentifier(desc))
+    return invalid_argument(origin + ": corrupt compact model description (not a size-prefixed MNW1 flatbuffer)");
   flatbuffers::Verifier::Options vopts;
   vopts.max_tables = 100000000;
   vopts.max_depth = 64;
-  flatbuffers::Verifier verifier(data, fb_size + 4, vopts);
+  flatbuffers::Verifier verifier(desc, desc_size, vopts);
   if (!fbs::VerifySizePrefixedModelBuffer(verifier))
     return invalid_argument(origin + ": corrupt model description (FlatBuffers verification failed)");
-  const fbs::Model* fm = fbs::GetSizePrefixedModel(data);
+  const fbs::Model* fm = fbs::GetSizePrefixedModel(desc);
   if (fm->format_major() != kFormatMajor)
     return unsupported(origin + ": format version " + std::to_string(fm->format_major()) + "." + std::to_string(fm->format_minor()) + " is not supported by this build (major " + std::to_string(kFormatMajor) + ")");
 
-  const size_t data_start = align_up(size_t(fb_size) + 4);
   const size_t data_size = size >= data_start ? size - data_start : 0;
 
   ir::ModelIR m;
   m.format_major = fm->format_major();
   m.format_minor = fm->format_minor();
   m.producer = str(fm->producer());
+  m.compact = compact;
   if (fm->buffers()) {
     if (data_size > 0 && fm->data_crc32() != crc32_of(data + data_start, data_size))
       return invalid_argument(origin + ": data section checksum mismatch (corrupted or truncated weights)");
-    const bool aligned_file = owner && reinterpret_cast<uintptr_t>(data) % kAlign == 0;
     for (size_t i = 0; i < fm->buffers()->size(); ++i) {
       // Struct elements may be misaligned in a crafted file (see vec()): copy them out.
       uint64_t off, len;
@@ -351,11 +442,12 @@ Result<ir::ModelIR> parse_model(const uint8_t* data, size_t size,
       std::memcpy(&len, raw + 8, 8);
       if (off % kMinAlign != 0)
         return invalid_argument(origin + ": buffer " + std::to_string(i) + " is not 8-byte aligned");
-      // In place only at 64 bytes (what dense weights get); anything else is copied into an
-      // aligned block, so no kernel ever sees a weight pointer of lesser alignment.
-      const bool zero_copy = aligned_file && off % kAlign == 0;
       if (off > data_size || len > data_size - off)
         return invalid_argument(origin + ": buffer " + std::to_string(i) + " [" + std::to_string(off) + ", +" + std::to_string(len) + ") lies outside the data section (" + std::to_string(data_size) + " bytes): truncated file?");
+      // In place only at a 64-byte address (what dense weights get in the plain layout);
+      // anything else is copied into an aligned block, so no kernel ever sees a weight
+      // pointer of lesser alignment.
+      const bool zero_copy = owner && reinterpret_cast<uintptr_t>(data + data_start + off) % kAlign == 0;
       if (zero_copy) {
         ir::Blob blob;
         blob.owner = owner;

@@ -130,7 +130,7 @@ IndexCode best_index_code(const std::vector<int64_t>& blocks, bool huffman) {
   best.bytes = UINT64_MAX;
   for (int bits = 1; bits <= 12; ++bits) {
     std::vector<uint32_t> sym = relative_symbols(blocks, bits);
-    uint64_t packed = padded((uint64_t(sym.size()) * uint64_t(bits) + 7) / 8);
+    uint64_t packed = stream_bytes((uint64_t(sym.size()) * uint64_t(bits) + 7) / 8);
     if (packed < best.bytes) {
       best.bits = bits;
       best.lengths.clear();
@@ -142,7 +142,7 @@ IndexCode best_index_code(const std::vector<int64_t>& blocks, bool huffman) {
     for (uint32_t v : sym) freq[v]++;
     while (freq.size() > 1 && freq.back() == 0) freq.pop_back();  // shorter code-length table
     std::vector<uint8_t> len = huffman_code_lengths(freq, 24);
-    uint64_t coded = padded((huffman_bits(freq, len) + 7) / 8) + len.size() + 16;  // + the code-length vector's header
+    uint64_t coded = stream_bytes((huffman_bits(freq, len) + 7) / 8) + len.size() + 16;  // + the code-length vector's header
     if (coded < best.bytes) {
       best.bits = bits;
       best.lengths = std::move(len);

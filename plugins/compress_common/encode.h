@@ -17,8 +17,11 @@ namespace compress {
 std::vector<uint8_t> pack_bits(const std::vector<uint32_t>& idx, int bits);
 std::vector<uint32_t> unpack_bits(const uint8_t* data, size_t count, int bits);
 
-// Bytes a buffer occupies in the file: each starts 64-byte aligned.
+// Bytes a buffer occupies in the file. One that a kernel may read in place (float values
+// of the tensor's own type) starts 64-byte aligned; one the loader always decodes (index
+// streams, codebook indices, Huffman bits, quantized levels) at the next 8 bytes.
 inline uint64_t padded(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
+inline uint64_t stream_bytes(uint64_t bytes) { return (bytes + 7) / 8 * 8; }
 
 // Which elements are stored, in storage order: every element (dense) or the sparse
 // (CSR, or BSR with block_rows x block_cols blocks) structure of the tensor's 2-D view.

@@ -59,9 +59,14 @@ mn_status run_transform(const char* name, const char* version, TransformFn fn,
     ctx.model.compression_log.push_back(rec);
     auto bytes = serialize_model(ctx.model);
     if (!bytes) throw std::runtime_error(bytes.status().message());
-    ctx.model.compression_log.back().size_after = bytes.value().size();
-    bytes = serialize_model(ctx.model);
-    if (!bytes) throw std::runtime_error(bytes.status().message());
+    // The record holds the file's own size. A plain file's size does not depend on the
+    // value; a compact (deflated) description may change by a byte with it, so repeat
+    // until the size written is the size recorded.
+    for (int i = 0; i < 16 && ctx.model.compression_log.back().size_after != bytes.value().size(); ++i) {
+      ctx.model.compression_log.back().size_after = bytes.value().size();
+      bytes = serialize_model(ctx.model);
+      if (!bytes) throw std::runtime_error(bytes.status().message());
+    }
     plugin::export_blob(host, bytes.value(), out_model);
     plugin::export_blob(host, ctx.report.str(), out_report);
     return MN_OK;

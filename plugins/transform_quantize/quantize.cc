@@ -36,8 +36,8 @@ Choice choose_layout(const Tensor& w, int bits, const std::string& mode) {
   Layout sp = csr_layout(w);
   const int64_t n = w.elements();
   const int64_t nnz = int64_t(sp.slots.size());
-  uint64_t dense_bytes = padded((uint64_t(n) * uint64_t(bits) + 7) / 8);
-  uint64_t sparse_bytes = sparse_index_bytes(sp) + padded((uint64_t(nnz) * uint64_t(bits) + 7) / 8);
+  uint64_t dense_bytes = stream_bytes((uint64_t(n) * uint64_t(bits) + 7) / 8);
+  uint64_t sparse_bytes = sparse_index_bytes(sp) + stream_bytes((uint64_t(nnz) * uint64_t(bits) + 7) / 8);
   Choice c;
   // layout=dense suits a following huffman step: the zero index then costs about one bit,
   // less than CSR's 32-bit column index per non-zero.
@@ -151,8 +151,8 @@ void uniform(ir::ModelIR& m, int t, const Tensor& w, int bits, int axis, const s
   Tensor levels(DataType::kFloat32, s);
   for (int64_t k = 0; k < w.elements(); ++k) levels.data<float>()[k] = float(q[size_t(k)]);
   Layout sp = csr_layout(levels);
-  uint64_t dense_bytes = padded((uint64_t(w.elements()) * bits + 7) / 8);
-  uint64_t sparse_bytes = sparse_index_bytes(sp) + padded((uint64_t(sp.slots.size()) * bits + 7) / 8);
+  uint64_t dense_bytes = stream_bytes((uint64_t(w.elements()) * bits + 7) / 8);
+  uint64_t sparse_bytes = sparse_index_bytes(sp) + stream_bytes((uint64_t(sp.slots.size()) * bits + 7) / 8);
   bool sparse = mode == "sparse" || (mode == "auto" && sparse_bytes < dense_bytes);
   Layout l = sparse && !sp.slots.empty() ? sp : dense_layout(sp.rows, sp.cols);
   if (bits == 8) {

@@ -153,16 +153,23 @@ struct ModelIR {
   std::vector<std::pair<std::string, std::string>> metadata;
   std::vector<CompressionRecord> compression_log;
   std::vector<OpsetImport> opsets;
+  // Write the model description (the flatbuffer) deflate-compressed (format 1.3, the
+  // "MNWZ" layout of docs/ARCHITECTURE.md), when that makes the file smaller. Set by the
+  // entropy-coding transform (huffman) and kept by a parse of such a file; the data
+  // section is the same either way.
+  bool compact = false;
 };
 
 }  // namespace ir
 
 // Current format version written by this build. Readers accept equal major, any minor.
 constexpr uint32_t kFormatMajor = 1;
-constexpr uint32_t kFormatMinor = 2;  // 1.1: relative sparse indices; 1.2: Tensor.dims
+constexpr uint32_t kFormatMinor = 3;  // 1.1: relative sparse indices; 1.2: Tensor.dims;
+                                      // 1.3: the compact (deflated description) layout
 
 // Serialise to the file layout of docs/ARCHITECTURE.md (size-prefixed flatbuffer, data
-// section of 64-byte aligned buffers). Checks the IR as the loader would.
+// section of 64-byte aligned buffers; with `model.compact`, the flatbuffer deflated).
+// Checks the IR as the loader would.
 MINNOW_API Result<std::vector<uint8_t>> serialize_model(const ir::ModelIR& model);
 
 // Parse and verify bytes (FlatBuffers verifier + our checks). `owner` keeps `data`

@@ -14,6 +14,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <cstring>
 #include <set>
 #include <unistd.h>
 
@@ -358,6 +359,40 @@ TEST_CASE("quantize uniform: per-channel symmetric, error within half a step") {
     Tensor y = run(q, x);  // the backends run it (dequantized at load)
     CHECK(y.elements() == 4);
   }
+}
+
+TEST_CASE("huffman: pruned int8 levels stored sparse, the file in the compact layout, lossless") {
+  test::Mlp mlp(17, 64, 40, 12, 5);
+  auto pruned = xform("prune", bytes_of(mlp.builder()), {{"sparsity", "0.8"}, {"scope", "layer"}});
+  auto q = xform("quantize", pruned, {{"bits", "8"}, {"kind", "uniform"}, {"layout", "dense"}});
+  const ir::ModelIR qm = ir_of(q);
+  CHECK(std::holds_alternative<ir::DenseStage>(qm.graph.tensors[size_t(qm.graph.find_tensor("w1"))].encodings.front()));
+  CHECK_FALSE(qm.compact);
+  std::string rep;
+  auto h = xform("huffman", q, {}, &rep);
+  CHECK(std::memcmp(h.data(), "MNWZ", 4) == 0);
+  const ir::ModelIR hm = ir_of(h);
+  CHECK(hm.compact);
+  for (const char* name : {"w1", "w2"}) {
+    const auto& info = hm.graph.tensors[size_t(hm.graph.find_tensor(name))];
+    INFO(name << "\n" << rep);
+    REQUIRE(info.encodings.size() == 2);
+    CHECK(std::holds_alternative<ir::SparseStage>(info.encodings[0]));
+    CHECK(std::get<ir::DenseStage>(info.encodings[1]).element_type == DataType::kInt8);
+    CHECK(test::max_abs_diff(weight(q, name), weight(h, name)) == 0.f);
+  }
+  CHECK(rep.find("sparse int8 levels") != std::string::npos);
+  CHECK(h.size() < q.size());
+  Tensor x = test::random_tensor({1, 1, 64}, 3);
+  CHECK(test::max_abs_diff(run(q, x), run(h, x)) == 0.f);
+  // The record's size is the file's own, in the compact layout too; compact=0 keeps the
+  // plain layout (same weights).
+  CHECK(hm.compression_log.back().size_after == h.size());
+  auto plain = xform("huffman", q, {{"compact", "0"}});
+  CHECK(std::memcmp(plain.data(), "MNWZ", 4) != 0);
+  CHECK(plain.size() > h.size());
+  CHECK(ir_of(plain).compression_log.back().size_after == plain.size());
+  CHECK(test::max_abs_diff(run(plain, x), run(h, x)) == 0.f);
 }
 
 TEST_CASE("distill moves a pruned, quantized student towards its teacher; masks and assignments stay") {
