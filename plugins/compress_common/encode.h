@@ -9,6 +9,7 @@
 #include <minnow/types.h>
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace minnow {
@@ -22,6 +23,21 @@ std::vector<uint32_t> unpack_bits(const uint8_t* data, size_t count, int bits);
 // streams, codebook indices, Huffman bits, quantized levels) at the next 8 bytes.
 inline uint64_t padded(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
 inline uint64_t stream_bytes(uint64_t bytes) { return (bytes + 7) / 8 * 8; }
+
+// v rounded to 11 significant bits (10 mantissa bits, ties to even), float32's exponent
+// range kept: what quantization scales and centroids are stored as. Within 2^-11 relative
+// of v, far below a quantization step, and such a float's low 13 bits are zero, so the
+// compact layout's deflated description holds it in about half its 4 bytes.
+inline float short_float(float v) {
+  if (!(v == v) || v - v != 0.f) return v;  // NaN, infinity
+  uint32_t u;
+  std::memcpy(&u, &v, sizeof u);
+  u += 0xFFFu + ((u >> 13) & 1u);
+  u &= ~0x1FFFu;
+  float r;
+  std::memcpy(&r, &u, sizeof r);
+  return r;
+}
 
 // Which elements are stored, in storage order: every element (dense) or the sparse
 // (CSR, or BSR with block_rows x block_cols blocks) structure of the tensor's 2-D view.

@@ -11,8 +11,13 @@
 //   lr=0.001 lr_end=<lr> (cosine decay) temperature=4 ce_weight=0.5 limit=N (first N images)
 //   sparsity=S prune_every=50 prune_end=0.7 (gradual magnitude pruning while training)
 //   block=csr|1x4|4x1|1x8|auto block_tolerance=1.5 block@<tensor>= (what that pruning
-//   zeroes together, as prune's option of the same name)
+//   zeroes together, as prune's option of the same name)  min_size=N min_cols=N (weights
+//   with fewer elements, or a fan-in below N, are trained but not pruned, as prune's)
 //   eval_images=IDX eval_labels=IDX (accuracy before/after)  plugin_path=DIR  progress=0|1
+//   mix=P shift=S (augmented transfer set: each image of a batch is, with probability P,
+//   blended with another training image, x = l a + (1 - l) b with l uniform in [0, 1],
+//   and moved by up to S pixels; the teacher labels what the student sees, so no labels
+//   are needed. Agreement for min_agreement counts the unblended images only.)
 #include "../compress_common/block_prune.h"
 #include "../compress_common/encode.h"
 #include "../compress_common/evaluate.h"
@@ -113,7 +118,10 @@ void write_back(ir::ModelIR& m, const ParamState& s, const Value& w) {
   if (!info.quant.empty()) return;
   if (s.codebook) {
     for (auto& st : info.encodings)
-      if (auto* c = std::get_if<ir::CodebookStage>(&st)) c->centroids = s.centroids;
+      if (auto* c = std::get_if<ir::CodebookStage>(&st)) {
+        c->centroids = s.centroids;
+        for (float& v : c->centroids) v = short_float(v);  // as quantize stores them
+      }
     return;
   }
   Layout layout = layout_of(m, s.tensor);
@@ -148,6 +156,10 @@ void distill(TransformContext& ctx) {
   const std::string eval_images = o.get_string("eval_images", ""), eval_labels = o.get_string("eval_labels", "");
   const std::string plugin_path = o.get_string("plugin_path", "");
   const bool progress = o.get_bool("progress", false);
+  const double mix = o.get_double("mix", 0.0);
+  const int64_t shift = o.get_int("shift", 0);
+  if (mix < 0 || mix > 1 || shift < 0 || shift > 8) throw std::runtime_error("distill: mix in [0, 1], shift in 0..8");
+  const bool augment = mix > 0 || shift > 0;
   // sparsity=S: gradual magnitude pruning during training (Zhu & Gupta 2017): every
   // prune_every steps one global threshold over the plain weight matrices raises their
   // sparsity along s_t = S + (s_0 - S) (1 - t / t_end)^3, reaching S at prune_end of the
@@ -162,6 +174,7 @@ void distill(TransformContext& ctx) {
   // last 4 * prune_every steps) falls below A; the rest of the steps fine-tune at the
   // sparsity reached. 0 = off: prune to `sparsity` whatever it costs.
   const double min_agreement = o.get_double("min_agreement", 0.0);
+  const int64_t min_size = o.get_int("min_size", 0), min_cols = o.get_int("min_cols", 0);
   if (min_agreement < 0 || min_agreement > 1) throw std::runtime_error("distill: min_agreement in [0, 1]");
   if (target_sparsity < 0 || target_sparsity >= 1 || prune_every < 1 || prune_end <= 0 || prune_end > 1 || lr_end <= 0)
     throw std::runtime_error("distill: sparsity in [0, 1), prune_every >= 1, prune_end in (0, 1], lr_end > 0");
@@ -184,10 +197,22 @@ void distill(TransformContext& ctx) {
   }
   int64_t classes = 0;
   std::vector<float> tlogits;
+  // With augmentation the teacher labels every batch as the student sees it; else its
+  // logits for every training image, once (through the engine's kernels).
+  std::unique_ptr<Runner> teacher_run;
   {
     Runner r(teacher, plugin_path);
     tlogits = r.logits(data, 0, data.count, &classes);
   }
+  if (augment) teacher_run = std::make_unique<Runner>(teacher, plugin_path);
+  // Image geometry for shifts: the last two sample dimensions are height and width; the
+  // background is the preprocessed value of pixel 0.
+  const int64_t img_w = data.sample_shape.empty() ? 1 : data.sample_shape.back();
+  const int64_t img_h = data.sample_shape.size() < 2 ? 1 : data.sample_shape[data.sample_shape.size() - 2];
+  const float background = -mean / stdv;
+  Images batch_images;
+  batch_images.sample_shape = data.sample_shape;
+  std::vector<uint8_t> blended;
   Images ev;
   std::vector<int32_t> ev_labels;
   if (!eval_images.empty()) {
@@ -211,8 +236,14 @@ void distill(TransformContext& ctx) {
   std::vector<size_t> prunable;
   for (size_t i = 0; i < states.size(); ++i)
     if (target_sparsity > 0 && !states[i].codebook && states[i].is_weight && !states[i].free.empty() &&
-        m.graph.tensors[size_t(states[i].tensor)].quant.empty())
+        m.graph.tensors[size_t(states[i].tensor)].quant.empty()) {
+      const Value& w = tg.param(states[i].tensor);
+      int64_t outputs = 1;
+      for (const WeightRef& r : weights)
+        if (r.tensor == states[i].tensor && size_t(r.out_axis) < w.shape.size()) outputs = std::max<int64_t>(1, w.shape[size_t(r.out_axis)]);
+      if (w.size() < min_size || w.size() / outputs < min_cols) continue;  // small or narrow: not pruned
       prunable.push_back(i);
+    }
   int64_t prunable_total = 0, zeros0 = 0;
   for (size_t i : prunable) {
     const Value& w = tg.param(states[i].tensor);
@@ -301,19 +332,51 @@ void distill(TransformContext& ctx) {
   for (int ep = 0; ep < epochs; ++ep) {
     std::shuffle(order.begin(), order.end(), rng);
     double loss_sum = 0;
-    int64_t seen = 0, agree = 0, agree_before = 0;
+    int64_t seen = 0, agree = 0, agree_before = 0, clean = 0, clean_before = 0;
     for (int64_t b0 = 0; b0 < data.count; b0 += batch) {
       const int64_t n = std::min(batch, data.count - b0);
       std::vector<float> x(size_t(n * per));
       for (int64_t i = 0; i < n; ++i)
         std::copy(data.data.begin() + order[size_t(b0 + i)] * per, data.data.begin() + (order[size_t(b0 + i)] + 1) * per,
                   x.begin() + i * per);
+      std::vector<float> batch_teacher;
+      if (augment) {
+        blended.assign(size_t(n), 0);
+        std::vector<float> moved(static_cast<size_t>(per));
+        for (int64_t i = 0; i < n; ++i) {
+          float* xi = &x[size_t(i * per)];
+          if (mix > 0 && std::uniform_real_distribution<double>(0, 1)(rng) < mix) {
+            const int64_t other = int64_t(rng() % uint64_t(data.count));
+            const float l = float(std::uniform_real_distribution<double>(0, 1)(rng));
+            const float* xo = &data.data[size_t(other * per)];
+            for (int64_t k = 0; k < per; ++k) xi[k] = l * xi[k] + (1 - l) * xo[k];
+            blended[size_t(i)] = 1;
+          }
+          if (shift > 0 && img_h * img_w > 1 && per % (img_h * img_w) == 0) {
+            const int64_t dy = int64_t(rng() % uint64_t(2 * shift + 1)) - shift;
+            const int64_t dx = int64_t(rng() % uint64_t(2 * shift + 1)) - shift;
+            for (int64_t p0 = 0; p0 < per; p0 += img_h * img_w)
+              for (int64_t yy = 0; yy < img_h; ++yy)
+                for (int64_t xx = 0; xx < img_w; ++xx) {
+                  const int64_t sy = yy - dy, sx = xx - dx;
+                  moved[size_t(p0 + yy * img_w + xx)] =
+                      sy >= 0 && sy < img_h && sx >= 0 && sx < img_w ? xi[p0 + sy * img_w + sx] : background;
+                }
+            std::copy(moved.begin(), moved.end(), xi);
+          }
+        }
+        batch_images.count = n;
+        batch_images.data = x;
+        int64_t c2 = 0;
+        batch_teacher = teacher_run->logits(batch_images, 0, n, &c2);
+        if (c2 != classes) throw std::runtime_error("distill: teacher outputs changed shape");
+      }
       const Value& z = tg.forward(x, n);
       if (z.size() != n * classes) throw std::runtime_error("distill: student and teacher outputs differ in shape");
       std::vector<float> dz(size_t(n * classes));
       for (int64_t i = 0; i < n; ++i) {
         const float* zs = &z.data[size_t(i * classes)];
-        const float* zt = &tlogits[size_t(order[size_t(b0 + i)] * classes)];
+        const float* zt = augment ? &batch_teacher[size_t(i * classes)] : &tlogits[size_t(order[size_t(b0 + i)] * classes)];
         const size_t nc = static_cast<size_t>(classes);
         std::vector<double> p(nc), q(nc), q1(nc);
         double mp = *std::max_element(zt, zt + classes), mq = *std::max_element(zs, zs + classes), sp = 0, sq = 0, s1 = 0;
@@ -336,10 +399,15 @@ void distill(TransformContext& ctx) {
           for (int64_t c = 0; c < classes; ++c)
             dz[size_t(i * classes + c)] += float(ce_weight * (q1[size_t(c)] - (c == y ? 1.0 : 0.0)) / double(n));
         }
-        agree += (std::max_element(zs, zs + classes) - zs) == (std::max_element(zt, zt + classes) - zt);
+        const bool same = (std::max_element(zs, zs + classes) - zs) == (std::max_element(zt, zt + classes) - zt);
+        if (augment && blended[size_t(i)]) continue;  // agreement on unblended images only
+        agree += same;
+        ++clean;
       }
-      recent += ema * (double(agree - agree_before) / double(n) - recent);
+      if (clean > clean_before)
+        recent += ema * (double(agree - agree_before) / double(clean - clean_before) - recent);
       agree_before = agree;
+      clean_before = clean;
       tg.backward(dz);
       ++t_step;
       const double progress_frac = total_steps > 1 ? double(t_step - 1) / double(total_steps - 1) : 1.0;
@@ -370,13 +438,13 @@ void distill(TransformContext& ctx) {
         int bar = int(30 * seen / data.count);
         std::fprintf(stderr, "\r  distill epoch %d/%d [%-30s] %5.1f%%  loss %.4f  agree %.3f  %.0fs ", ep + 1, epochs,
                      std::string(size_t(bar), '=').c_str(), 100.0 * seen / data.count, loss_sum / seen,
-                     double(agree) / seen, secs);
+                     clean ? double(agree) / clean : 0.0, secs);
         std::fflush(stderr);
       }
     }
     if (progress) std::fprintf(stderr, "\n");
     std::snprintf(line, sizeof line, "  epoch %d: loss %.4f, agreement with teacher %.4f (during the epoch)\n", ep + 1,
-                  seen ? loss_sum / seen : 0.0, seen ? double(agree) / seen : 0.0);
+                  seen ? loss_sum / seen : 0.0, clean ? double(agree) / clean : 0.0);
     ctx.report << line;
   }
   const double reached = held >= 0 ? held : target_sparsity;
@@ -411,6 +479,18 @@ void distill(TransformContext& ctx) {
                 epochs, (long long)batch, double(lr), double(lr_end), target_sparsity, double(T), double(ce_weight), (long long)data.count,
                 labels.empty() ? "false" : "true", (unsigned long long)ctx.seed);
   ctx.parameters = line;
+  if (min_size > 0 || min_cols > 0) {
+    char a[96];
+    std::snprintf(a, sizeof a, ",\"min_size\":%lld,\"min_cols\":%lld}", (long long)min_size, (long long)min_cols);
+    ctx.parameters.pop_back();
+    ctx.parameters += a;
+  }
+  if (augment) {
+    char a[96];
+    std::snprintf(a, sizeof a, ",\"mix\":%g,\"shift\":%lld}", mix, (long long)shift);
+    ctx.parameters.pop_back();
+    ctx.parameters += a;
+  }
   if (min_agreement > 0) {  // the guard and what it did
     char g[128];
     std::snprintf(g, sizeof g, ",\"min_agreement\":%g,\"sparsity_reached\":%g}", min_agreement, prunable.empty() ? 0.0 : reached);

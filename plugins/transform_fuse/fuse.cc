@@ -174,9 +174,16 @@ struct Fuser {
         float& b = bias.data<float>()[o];
         b = float((double(b) - mean.data<float>()[o]) * s + shift.data<float>()[o]);
       }
-      const std::string base = g().tensors[size_t(bn.outputs[0])].name;
-      int wt = add_constant(m, g().tensors[size_t(prod.inputs[1])].name + "_bn", w);
-      int bt = add_constant(m, base + "_bias", bias);
+      // The folded bias is named after the weight ("b1.dw.0.weight" -> "b1.dw.0.bias_bn"),
+      // not after the BatchNormalization's output, which exporters name by graph path.
+      const std::string wname = g().tensors[size_t(prod.inputs[1])].name;
+      const std::string suffix = ".weight";
+      std::string bname = wname.size() > suffix.size() && wname.compare(wname.size() - suffix.size(), suffix.size(), suffix) == 0
+                              ? wname.substr(0, wname.size() - suffix.size()) + ".bias_bn"
+                              : wname + "_bias_bn";
+      if (g().find_tensor(bname) >= 0) bname = g().tensors[size_t(bn.outputs[0])].name + "_bias";
+      int wt = add_constant(m, wname + "_bn", w);
+      int bt = add_constant(m, bname, bias);
       ir::Node& pr = g().nodes[size_t(p)];  // add_constant may not move nodes, but be explicit
       pr.inputs[1] = wt;
       if (pr.inputs.size() < 3) pr.inputs.resize(3, -1);

@@ -71,7 +71,7 @@ Book kmeans_book(const Choice& ch, const std::vector<float>& v, int bits) {
   b.idx.assign(v.size(), 0);
   if (ch.zero_centroid) b.cent.push_back(0.f);
   const uint32_t off = uint32_t(b.cent.size());
-  for (float c : km.centroids) b.cent.push_back(c);
+  for (float c : km.centroids) b.cent.push_back(short_float(c));
   for (size_t i = 0; i < which.size(); ++i) b.idx[which[i]] = km.assign[i] + off;
   return b;
 }
@@ -101,7 +101,7 @@ void codebook(ir::ModelIR& m, int t, const Tensor& w, int bits, int axis, const 
   auto chan = [&](int64_t e) { return size_t((e / inner) % channels); };
   std::vector<float> smax(size_t(channels), 0.f);
   for (int64_t e = 0; e < w.elements(); ++e) smax[chan(e)] = std::max(smax[chan(e)], std::fabs(p[e]));
-  for (auto& x : smax) x = x > 0 ? x : 1.f;
+  for (auto& x : smax) x = x > 0 ? short_float(x) : 1.f;
   std::vector<float> plain, scaled;
   for (int64_t sl : ch.layout.slots) {
     plain.push_back(p[sl]);
@@ -141,7 +141,7 @@ void uniform(ir::ModelIR& m, int t, const Tensor& w, int bits, int axis, const s
     size_t c = size_t((k / inner) % channels);
     scale[c] = std::max(scale[c], std::fabs(p[k]));
   }
-  for (auto& sc : scale) sc = sc > 0 ? sc / float(qmax) : 1.f;
+  for (auto& sc : scale) sc = sc > 0 ? short_float(sc / float(qmax)) : 1.f;
   std::vector<int> q(size_t(w.elements()));
   for (int64_t k = 0; k < w.elements(); ++k) {
     size_t c = size_t((k / inner) % channels);

@@ -517,6 +517,30 @@ TEST_CASE("distill moves a pruned, quantized student towards its teacher; masks 
   CHECK(double(hz) / double(ht) < 0.75);  // the target is 0.8
   CHECK(hm.compression_log.back().parameters.find("\"min_agreement\":1") != std::string::npos);
   CHECK_FALSE(engine()->transform("distill", teacher, {{"images", dir + "/img.idx"}, {"min_agreement", "1.5"}}).is_ok());
+  // An augmented transfer set (blends of two images), labelled by the teacher batch by
+  // batch: the student still moves towards the teacher on the original images (as far as
+  // without blends), masks and assignments stay, and the log records the augmentation.
+  std::string aug_report;
+  auto aug = xform("distill", student, {{"images", dir + "/img.idx"}, {"teacher", dir + "/teacher.minnow"},
+                                        {"mean", "0.5"}, {"std", "0.25"}, {"epochs", "8"}, {"batch", "32"},
+                                        {"lr", "0.01"}, {"temperature", "2"}, {"mix", "0.5"}, {"shift", "0"},
+                                        {"plugin_path", test::plugin_dir()}}, &aug_report);
+  const double kl_aug = kl(aug);
+  MESSAGE("KL to teacher with mix=0.5: " << before << " -> " << kl_aug);
+  CHECK(kl_aug < 0.75 * before);  // measured: 0.40 -> 0.26
+  ir::ModelIR am = ir_of(aug);
+  for (const char* name : {"w1", "w2", "w3"}) {
+    Tensor wa = compress::constant_f32(a, a.graph.find_tensor(name)), wb = compress::constant_f32(am, am.graph.find_tensor(name));
+    for (int64_t i = 0; i < wa.elements(); ++i) CHECK((wa.data<float>()[i] == 0.f) == (wb.data<float>()[i] == 0.f));
+  }
+  CHECK(am.compression_log.back().parameters.find("\"mix\":0.5,\"shift\":0") != std::string::npos);
+  // Shifts (a 4x4 image moved by a pixel loses a quarter of itself: only run, not judged).
+  auto shifted = xform("distill", student, {{"images", dir + "/img.idx"}, {"teacher", dir + "/teacher.minnow"},
+                                            {"mean", "0.5"}, {"std", "0.25"}, {"epochs", "1"}, {"shift", "1"},
+                                            {"plugin_path", test::plugin_dir()}});
+  CHECK(ir_of(shifted).compression_log.back().parameters.find("\"shift\":1") != std::string::npos);
+  CHECK_FALSE(engine()->transform("distill", teacher, {{"images", dir + "/img.idx"}, {"mix", "1.5"}}).is_ok());
+  CHECK_FALSE(engine()->transform("distill", teacher, {{"images", dir + "/img.idx"}, {"shift", "-1"}}).is_ok());
   auto bad = engine()->transform("distill", student, {});
   REQUIRE_FALSE(bad.is_ok());
   CHECK(bad.status().message().find("images") != std::string::npos);
