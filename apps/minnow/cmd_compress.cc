@@ -202,11 +202,17 @@ void register_compress_command(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--pipeline", pipeline, "Steps, e.g. \"fuse,prune:sparsity=0.9,quantize:bits=4,huffman\"");
   cmd->add_option("--calib", calib_images,
                   "Calibration images for post-training steps (prune-channels' channel choice and re-fit; "
-                  "default: --train-images)");
-  cmd->add_option("--train-images", train_images, "Unlabeled training images for distill (idx, plain or .gz)");
-  cmd->add_option("--train-labels", train_labels, "Their labels (adds cross-entropy to distillation)");
-  cmd->add_option("--eval-images", eval_images, "Images for accuracy before/after (idx, plain or .gz)");
-  cmd->add_option("--eval-labels", eval_labels, "Labels for --eval-images");
+                  "default: --train-images)")
+      ->check(CLI::ExistingFile);
+  // Data files are checked up front, even when no step reads them: a mistyped path is an
+  // error, not an option silently unused.
+  cmd->add_option("--train-images", train_images, "Unlabeled training images for distill (idx, plain or .gz)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--train-labels", train_labels, "Their labels (adds cross-entropy to distillation)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--eval-images", eval_images, "Images for accuracy before/after (idx, plain or .gz)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--eval-labels", eval_labels, "Labels for --eval-images")->check(CLI::ExistingFile);
   cmd->add_option("--shape", raw_shape,
                   "Image files that are not idx are raw float32 of this shape, NxCxHxW (N: any; the count "
                   "comes from the file size), already preprocessed");

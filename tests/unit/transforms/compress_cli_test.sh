@@ -67,6 +67,14 @@ for bad in "fuse,nosuchstep" "prune:sparsity=2" "quantize:bits=1"; do
   [ -n "$err" ] || fail "pipeline '$bad' printed no error"
   [ ! -e "$WORK/out/bad.minnow" ] || fail "pipeline '$bad' left an output file"
 done
+# A data file that does not exist is refused naming it, even where no step would read it.
+set +e
+err=$("$MINNOW" compress "$WORK/in.onnx" -o "$WORK/out/bad.minnow" --preset fast --calib "$WORK/no-such.idx" 2>&1 >/dev/null)
+rc=$?
+set -e
+[ $rc -ne 0 ] || fail "a missing --calib file was accepted"
+echo "$err" | grep -q "no-such.idx" || fail "the error for a missing --calib file does not name it: $err"
+[ ! -e "$WORK/out/bad.minnow" ] || fail "a missing --calib file left an output file"
 echo "junk" > "$WORK/out/keep.minnow"
 if "$MINNOW" compress "$WORK/in.onnx" -o "$WORK/out/keep.minnow" --pipeline "prune:sparsity=2" 2>/dev/null; then
   fail "bad pipeline accepted"
