@@ -90,11 +90,13 @@ constexpr const char* kFastPipeline =
     "fuse:names=short,prune:sparsity=0.5:scope=layer:min_cols=256,quantize:bits=4:small_size=1000:bias_bits=8,huffman";
 // smallest: distillation with gradual global magnitude pruning inside it (to 94 % over
 // the first half of 4 epochs, lr 3e-3 decaying to 1e-4, the sparsity held where the
-// student's agreement with the teacher falls below 93.5 %), then 4-bit codebooks whose
-// centroids are fine-tuned once more, int8 biases, Huffman.
+// student's agreement with the teacher falls below 93.5 %; weights whose neurons sum
+// fewer than 16 inputs, i.e. depthwise filters, are not pruned: they hold few bytes and
+// much accuracy), then 4-bit codebooks (int8 under 1,000 weights, int8 biases) that one
+// more epoch fine-tunes (centroids and int8 levels), Huffman, the compact layout.
 constexpr const char* kSmallestPipeline =
-    "fuse:names=short,distill:epochs=4:sparsity=0.94:lr=0.003:lr_end=0.0001:prune_end=0.5:min_agreement=0.935,"
-    "quantize:bits=4:layout=dense:small_size=1000:bias_bits=8,distill:epochs=1:lr_end=0.0001,huffman";
+    "fuse:names=short,distill:epochs=4:sparsity=0.94:lr=0.003:lr_end=0.0001:prune_end=0.5:min_agreement=0.935:"
+    "min_cols=16,quantize:bits=4:layout=dense:small_size=1000:bias_bits=8,distill:epochs=1:lr_end=0.0001,huffman";
 
 // prune:gradual=G followed by distill -> G rounds of prune(s_k) + distill(epochs / G).
 std::vector<Step> expand_gradual(const std::vector<Step>& in) {

@@ -3,8 +3,11 @@
 // cross-entropy when labels are given. Trained: surviving weights and biases of Gemm /
 // MatMul / Conv, and codebook centroids. Held fixed: the pruning mask (weights that are
 // zero, or outside a sparse structure) and each weight's codebook assignment, so the
-// model keeps exactly its compressed structure and size. Uniformly quantized tensors are
-// left as they are. Adam, mini-batches, deterministic for a seed.
+// model keeps exactly its compressed structure and size. Quantized tensors train too:
+// int8 levels (per-channel scales fixed) through a float shadow copy rounded back to its
+// level every step (straight-through: the gradient of the rounded value updates the
+// shadow), a codebook with per-channel scales through its centroids. Adam, mini-batches,
+// deterministic for a seed.
 //
 // Options: images=IDX (required)  labels=IDX  teacher=MODEL (default: the input model)
 //   mean=0.2860 std=0.3530 raw_shape=1x28x28 (raw float32 images)  epochs=1 batch=64
@@ -46,9 +49,37 @@ struct ParamState {
   bool is_weight = false;             // a weight matrix (weight_tensors), not a bias
   std::vector<float> centroids;       // codebook: the trained values
   std::vector<int32_t> assign;        // per element: centroid, or -1 = fixed
-  std::vector<uint8_t> free;          // plain: 1 = trained element
+  std::vector<uint8_t> free;          // plain / levels: 1 = trained element
   std::vector<float> m, v;            // Adam moments per free variable
+  // Quantized tensors: each element's scale (QuantParams along its axis), 1 without.
+  std::vector<float> scale;
+  bool levels = false;                // int8 levels: `shadow` trained, rounded to levels
+  std::vector<float> shadow;
+  int qmax = 127;
 };
+
+// Per element: its QuantParams scale (per tensor or along quant.axis); empty when the
+// quantization is not one this training handles (zero points, a mismatched axis).
+std::vector<float> element_scales(const ir::TensorInfo& info, const std::vector<int64_t>& shape, size_t n) {
+  const ir::QuantParams& q = info.quant;
+  for (int64_t z : q.zero_point)
+    if (z != 0) return {};
+  if (q.scale.empty()) return {};
+  std::vector<float> s(n, q.scale[0]);
+  if (q.scale.size() == 1) return s;
+  if (q.axis < 0 || size_t(q.axis) >= shape.size() || shape[size_t(q.axis)] != int64_t(q.scale.size())) return {};
+  int64_t inner = 1;
+  for (size_t k = size_t(q.axis) + 1; k < shape.size(); ++k) inner *= shape[k];
+  for (size_t k = 0; k < n; ++k) s[k] = q.scale[size_t((int64_t(k) / inner) % int64_t(q.scale.size()))];
+  return s;
+}
+
+// The stage holding a tensor's int8 levels ([Dense int8] or [Sparse, Dense int8]).
+const ir::DenseStage* int8_levels(const ir::TensorInfo& info) {
+  if (info.encodings.empty()) return nullptr;
+  const auto* d = std::get_if<ir::DenseStage>(&info.encodings.back());
+  return d && d->element_type == DataType::kInt8 ? d : nullptr;
+}
 
 void adam(float& x, float g, float& m, float& v, float lr, int64_t t) {
   const float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
@@ -70,18 +101,36 @@ ParamState make_state(const ir::ModelIR& m, TrainGraph& tg, int t, bool is_weigh
   Layout layout = layout_of(m, t);
   std::vector<uint8_t> stored(w.data.size(), layout.sparse ? 0 : 1);
   for (int64_t sl : layout.slots) stored[size_t(sl)] = 1;
-  if (!info.quant.empty()) {  // uniform levels x per-channel scales: left as they are
-    s.free.assign(w.data.size(), 0);
-    return s;
+  if (!info.quant.empty()) {
+    s.scale = element_scales(info, w.shape, w.data.size());
+    const bool scaled_codebook = cb && !s.scale.empty();
+    const bool int8 = !cb && int8_levels(info) && !s.scale.empty() && info.quant.bits <= 8;
+    if (!scaled_codebook && !int8) {  // a quantization this training does not handle: kept
+      s.free.assign(w.data.size(), 0);
+      s.scale.clear();
+      return s;
+    }
+    if (int8) {  // levels: a shadow copy trained, each step rounded back to a level
+      s.levels = true;
+      s.qmax = (1 << (std::max(2, info.quant.bits) - 1)) - 1;
+      s.shadow = w.data;
+      s.free.resize(w.data.size());
+      for (size_t k = 0; k < w.data.size(); ++k) s.free[k] = stored[k] && (!is_weight || w.data[k] != 0.f);
+      s.m.assign(w.data.size(), 0.f);
+      s.v.assign(w.data.size(), 0.f);
+      return s;
+    }
   }
   if (cb) {
     s.codebook = true;
     s.centroids = cb->centroids;
+    if (s.scale.empty()) s.scale.assign(w.data.size(), 1.f);
     s.assign.assign(w.data.size(), -1);
     for (size_t k = 0; k < w.data.size(); ++k) {
       if (!stored[k]) continue;
+      // The decoded value is scale * centroid (as the loader computes it, in float).
       for (size_t c = 0; c < s.centroids.size(); ++c)
-        if (s.centroids[c] == w.data[k]) { s.assign[k] = int32_t(c); break; }
+        if (s.scale[k] * s.centroids[c] == w.data[k]) { s.assign[k] = int32_t(c); break; }
     }
     s.m.assign(s.centroids.size(), 0.f);
     s.v.assign(s.centroids.size(), 0.f);
@@ -100,12 +149,21 @@ void step(ParamState& s, TrainGraph& tg, float lr, int64_t t) {
   if (s.codebook) {
     std::vector<double> gc(s.centroids.size(), 0.0);
     for (size_t k = 0; k < w.data.size(); ++k)
-      if (s.assign[k] >= 0) gc[size_t(s.assign[k])] += g.data[k];
+      if (s.assign[k] >= 0) gc[size_t(s.assign[k])] += double(g.data[k]) * s.scale[k];
     for (size_t c = 0; c < s.centroids.size(); ++c)
       if (s.centroids[c] != 0.f)  // a zero centroid holds pruned weights: stays zero
         adam(s.centroids[c], float(gc[c]), s.m[c], s.v[c], lr, t);
     for (size_t k = 0; k < w.data.size(); ++k)
-      if (s.assign[k] >= 0) w.data[k] = s.centroids[size_t(s.assign[k])];
+      if (s.assign[k] >= 0) w.data[k] = s.scale[k] * s.centroids[size_t(s.assign[k])];
+    return;
+  }
+  if (s.levels) {
+    for (size_t k = 0; k < w.data.size(); ++k) {
+      if (!s.free[k]) continue;
+      adam(s.shadow[k], g.data[k], s.m[k], s.v[k], lr, t);
+      const float q = std::max(-float(s.qmax), std::min(float(s.qmax), std::nearbyint(s.shadow[k] / s.scale[k])));
+      w.data[k] = q * s.scale[k];
+    }
     return;
   }
   for (size_t k = 0; k < w.data.size(); ++k)
@@ -115,7 +173,15 @@ void step(ParamState& s, TrainGraph& tg, float lr, int64_t t) {
 // Writes the trained values back without changing the tensor's structure.
 void write_back(ir::ModelIR& m, const ParamState& s, const Value& w) {
   auto& info = m.graph.tensors[size_t(s.tensor)];
-  if (!info.quant.empty()) return;
+  if (s.levels) {  // the levels the trained values round to, in the stage's slot order
+    Layout layout = layout_of(m, s.tensor);
+    std::vector<int8_t> q;
+    for (int64_t sl : layout.slots) q.push_back(int8_t(std::nearbyint(w.data[size_t(sl)] / s.scale[size_t(sl)])));
+    const uint32_t b = add_buffer(m, q.data(), q.size());
+    std::get<ir::DenseStage>(info.encodings.back()).buffer = b;
+    return;
+  }
+  if (!info.quant.empty() && !s.codebook) return;
   if (s.codebook) {
     for (auto& st : info.encodings)
       if (auto* c = std::get_if<ir::CodebookStage>(&st)) {
@@ -465,7 +531,7 @@ void distill(TransformContext& ctx) {
       continue;
     }
     write_back(m, s, tg.param(s.tensor));
-    trained += m.graph.tensors[size_t(s.tensor)].quant.empty();
+    trained += s.codebook || std::find(s.free.begin(), s.free.end(), uint8_t(1)) != s.free.end();
   }
   ctx.report << "  trained " << trained << " of " << states.size() << " weight/bias tensors (masks and codebook assignments fixed)\n";
   if (!ev.data.empty()) {

@@ -395,6 +395,67 @@ TEST_CASE("huffman: pruned int8 levels stored sparse, the file in the compact la
   CHECK(test::max_abs_diff(run(plain, x), run(h, x)) == 0.f);
 }
 
+TEST_CASE("distill trains a codebook with per-channel scales through its centroids") {
+  const std::string dir = "/tmp/minnow_distill_scaled_" + std::to_string(::getpid());
+  std::string mk = "mkdir -p " + dir;
+  REQUIRE(std::system(mk.c_str()) == 0);
+  const int64_t N = 400;
+  std::vector<uint8_t> idx = {0, 0, 8, 3, 0, 0, uint8_t(N >> 8), uint8_t(N & 255), 0, 0, 0, 4, 0, 0, 0, 4};
+  std::mt19937 rng(9);
+  for (int64_t i = 0; i < N * 16; ++i) idx.push_back(uint8_t(rng() & 255));
+  { std::ofstream(dir + "/img.idx", std::ios::binary).write(reinterpret_cast<const char*>(idx.data()), std::streamsize(idx.size())); }
+  test::Mlp mlp(23, 16, 24, 16, 6);
+  // Output rows of w1 a hundredfold apart in range (as BatchNormalization folding makes
+  // them): quantize takes the per-channel-scaled codebook.
+  for (int64_t r = 0; r < 24; ++r)
+    for (int64_t c = 0; c < 16; ++c) mlp.w1.data<float>()[r * 16 + c] *= (r % 3 == 0 ? 40.f : r % 3 == 1 ? 4.f : 0.4f);
+  for (Tensor* w : {&mlp.w2, &mlp.w3})
+    for (int64_t i = 0; i < w->elements(); ++i) w->data<float>()[i] *= 8.f;
+  auto teacher = bytes_of(mlp.builder(true));
+  { std::ofstream(dir + "/teacher.minnow", std::ios::binary).write(reinterpret_cast<const char*>(teacher.data()), std::streamsize(teacher.size())); }
+  auto student = xform("quantize", teacher, {{"bits", "2"}});
+  ir::ModelIR a = ir_of(student);
+  const auto& qa = a.graph.tensors[size_t(a.graph.find_tensor("w1"))];
+  REQUIRE(qa.quant.scale.size() == 24);
+  REQUIRE(std::holds_alternative<ir::CodebookStage>(qa.encodings.back()));
+  std::string rep;
+  auto tuned = xform("distill", student, {{"images", dir + "/img.idx"}, {"teacher", dir + "/teacher.minnow"},
+                                          {"mean", "0.5"}, {"std", "0.25"}, {"epochs", "6"}, {"batch", "32"},
+                                          {"lr", "0.01"}, {"plugin_path", test::plugin_dir()}}, &rep);
+  ir::ModelIR b = ir_of(tuned);
+  const auto& qb = b.graph.tensors[size_t(b.graph.find_tensor("w1"))];
+  CHECK(qb.quant.scale == qa.quant.scale);
+  const auto& ca = std::get<ir::CodebookStage>(qa.encodings.back()).centroids;
+  const auto& cb = std::get<ir::CodebookStage>(qb.encodings.back()).centroids;
+  REQUIRE(ca.size() == cb.size());
+  CHECK(ca != cb);
+  // Same assignments: elements with one centroid before share one after (per channel).
+  Tensor wa = compress::constant_f32(a, a.graph.find_tensor("w1")), wb = compress::constant_f32(b, b.graph.find_tensor("w1"));
+  for (int64_t r = 0; r < 24; ++r) {
+    std::map<float, float> f;
+    for (int64_t c = 0; c < 16; ++c) {
+      auto it = f.emplace(wa.data<float>()[r * 16 + c], wb.data<float>()[r * 16 + c]).first;
+      CHECK(it->second == wb.data<float>()[r * 16 + c]);
+    }
+  }
+  // Closer to the teacher on its images.
+  auto images = compress::load_images(dir + "/img.idx", 0.5f, 0.25f);
+  compress::Runner rt(Model::load_memory(teacher.data(), teacher.size()).value(), test::plugin_dir());
+  compress::Runner r0(Model::load_memory(student.data(), student.size()).value(), test::plugin_dir());
+  compress::Runner r1(Model::load_memory(tuned.data(), tuned.size()).value(), test::plugin_dir());
+  int64_t k = 0;
+  auto zt = rt.logits(images, 0, N, &k), z0 = r0.logits(images, 0, N, &k), z1 = r1.logits(images, 0, N, &k);
+  double e0 = 0, e1 = 0;
+  for (size_t i = 0; i < zt.size(); ++i) {
+    e0 += std::pow(double(z0[i]) - zt[i], 2);
+    e1 += std::pow(double(z1[i]) - zt[i], 2);
+  }
+  MESSAGE("squared logit error to the teacher: " << e0 << " -> " << e1 << "\n" << rep);
+  CHECK(e1 < 0.9 * e0);  // measured: 65,478 -> 53,725
+  std::string rm = "rm -rf " + dir;
+  CHECK(std::system(rm.c_str()) == 0);
+}
+
 TEST_CASE("distill moves a pruned, quantized student towards its teacher; masks and assignments stay") {
   // 16-pixel "images" in an idx3 file, and the teacher written next to them.
   const std::string dir = "/tmp/minnow_distill_test_" + std::to_string(::getpid());
@@ -452,6 +513,35 @@ TEST_CASE("distill moves a pruned, quantized student towards its teacher; masks 
     }
   }
   CHECK(b.compression_log.back().plugin == "distill");
+  // Int8 levels (per-channel scales, as quantize's small tensors and biases) train too:
+  // the values stay levels x the same scales, the pruned zeros stay zero, and the student
+  // moves towards the teacher.
+  auto q8 = xform("quantize", xform("prune", teacher, {{"sparsity", "0.7"}}),
+                  {{"bits", "8"}, {"kind", "uniform"}, {"layout", "dense"}, {"bias_bits", "8"}});
+  std::string rep8;
+  auto t8 = xform("distill", q8, {{"images", dir + "/img.idx"}, {"teacher", dir + "/teacher.minnow"},
+                                  {"mean", "0.5"}, {"std", "0.25"}, {"epochs", "8"}, {"batch", "32"},
+                                  {"lr", "0.01"}, {"temperature", "2"}, {"plugin_path", test::plugin_dir()}}, &rep8);
+  const double kl_q8 = kl(q8), kl_t8 = kl(t8);
+  MESSAGE("KL to teacher, int8 levels: " << kl_q8 << " -> " << kl_t8 << "\n" << rep8);
+  CHECK(kl_t8 < 0.75 * kl_q8);
+  CHECK(rep8.find("trained 6 of 6") != std::string::npos);
+  ir::ModelIR mq = ir_of(q8), mt = ir_of(t8);
+  for (const char* name : {"w1", "w2", "w3", "b1"}) {
+    CAPTURE(name);
+    const auto& iq = mq.graph.tensors[size_t(mq.graph.find_tensor(name))];
+    const auto& it = mt.graph.tensors[size_t(mt.graph.find_tensor(name))];
+    REQUIRE(std::get_if<ir::DenseStage>(&it.encodings.back()));
+    CHECK(std::get<ir::DenseStage>(it.encodings.back()).element_type == DataType::kInt8);
+    CHECK(iq.quant.scale == it.quant.scale);
+    Tensor wq = compress::constant_f32(mq, mq.graph.find_tensor(name)), wt = compress::constant_f32(mt, mt.graph.find_tensor(name));
+    int64_t changed = 0;
+    for (int64_t i = 0; i < wq.elements(); ++i) {
+      if (name[0] == 'w') CHECK((wq.data<float>()[i] == 0.f) <= (wt.data<float>()[i] == 0.f));
+      changed += wq.data<float>()[i] != wt.data<float>()[i];
+    }
+    CHECK(changed > 0);
+  }
   // Gradual pruning inside distillation: from the dense teacher to exactly 80 % zeros over
   // the weight matrices (biases untouched), masks only growing, still closer to the
   // teacher than one-shot pruning to the same sparsity.
