@@ -3,7 +3,6 @@
 
 #include <minnow/model.h>
 
-#include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 
 #if defined(__x86_64__)
@@ -827,14 +826,18 @@ void TrainGraph::backward_node(const ir::Node& n) {
     const int64_t cg = g.C / g.group, og = g.O / g.group, kk = cg * g.kh * g.kw, ohw = g.OH * g.OW;
     const bool wx = wants(0), ww = wants(1), wb = wants(2);
     float* dx = wx ? gin(0).data.data() : nullptr;
-    tbb::enumerable_thread_specific<std::vector<float>> dw_local(std::vector<float>(ww ? Wt.data.size() : 0, 0.f));
+    // dW is summed per fixed chunk of images, then over the chunks in order: the same sums
+    // in the same order whatever the threads do, so training is deterministic for a seed.
+    const int64_t chunks = std::min<int64_t>(g.N, 8);
+    std::vector<std::vector<float>> dw_chunk(size_t(chunks), std::vector<float>(ww ? Wt.data.size() : 0, 0.f));
     const bool tiles = conv_uses_tiles(Wt.data, og);
     std::vector<std::vector<float>> w_t;  // per group W^T [kk, og], for dcol = W^T dY
     if (tiles && wx)
       for (int64_t gr = 0; gr < g.group; ++gr) w_t.push_back(transpose(Wt.data.data() + gr * og * kk, og, kk));
-    parallel_rows(g.N, [&](int64_t b) {
+    parallel_rows(chunks, [&](int64_t chunk) {
       std::vector<float> col(size_t(kk * ohw)), dcol(size_t(kk * ohw));
-      std::vector<float>& dw = dw_local.local();
+      std::vector<float>& dw = dw_chunk[size_t(chunk)];
+      for (int64_t b = chunk * g.N / chunks; b < (chunk + 1) * g.N / chunks; ++b)
       for (int64_t gr = 0; gr < g.group; ++gr) {
         const float* d = dy.data() + (b * g.O + gr * og) * ohw;
         const float* w = Wt.data.data() + gr * og * kk;
@@ -867,8 +870,8 @@ void TrainGraph::backward_node(const ir::Node& n) {
     });
     if (ww) {
       Value& gw = gin(1);
-      for (auto& local : dw_local)
-        for (size_t k = 0; k < local.size(); ++k) gw.data[k] += local[k];
+      for (const auto& part : dw_chunk)
+        for (size_t k = 0; k < part.size(); ++k) gw.data[k] += part[k];
     }
     if (wb) {
       Value& gb = gin(2);

@@ -6,6 +6,7 @@
 #include <train_math.h>
 
 #include <doctest/doctest.h>
+#include <tbb/task_arena.h>
 
 using namespace minnow;
 using namespace minnow::compress;
@@ -190,6 +191,35 @@ TEST_CASE("training graph: forward equals the engine, gradients equal finite dif
 
 TEST_CASE("training graph: residual Add, Mul, Sigmoid, Tanh without broadcasting") {
   check_net(residual_net(), {2, 3, 5, 6}, 4);  // w1 w2 b2 wf
+}
+
+TEST_CASE("training graph: gradients are bit-identical whatever the threads (distill is deterministic)") {
+  // Convolution weight gradients sum over the images of a batch: in fixed chunks, so the
+  // sums do not depend on which thread took which image.
+  ModelBuilder b("conv");
+  b.add_input("x", DataType::kFloat32, std::vector<ir::Dim>{{-1, "N"}, {8, ""}, {24, ""}, {24, ""}});
+  b.add_constant("w", test::random_tensor({16, 8, 3, 3}, 1, -0.5f, 0.5f));
+  b.add_constant("bias", test::random_tensor({16}, 2));
+  b.add_node("Conv", {"x", "w", "bias"}, {"y"}, {Attr::Ints("kernel_shape", {3, 3})});
+  b.add_output("y");
+  const ir::ModelIR m = b.ir();
+  Tensor x = test::random_tensor({29, 8, 24, 24}, 11);
+  auto grads = [&](int threads) {
+    tbb::task_arena arena(threads);
+    std::vector<float> out;
+    arena.execute([&] {
+      TrainGraph tg(m);
+      std::vector<float> xv(x.data<float>(), x.data<float>() + x.elements());
+      const Value& y = tg.forward(xv, 29);
+      std::vector<float> dy(size_t(y.size()));
+      for (size_t i = 0; i < dy.size(); ++i) dy[i] = float(int(i % 7) - 3) * 0.37f;
+      tg.backward(dy);
+      out = tg.param_grad(m.graph.find_tensor("w")).data;
+    });
+    return out;
+  };
+  const std::vector<float> one = grads(1);
+  for (int run = 0; run < 4; ++run) CHECK(grads(4) == one);
 }
 
 TEST_CASE("training graph refuses ops it cannot differentiate, naming the node") {
