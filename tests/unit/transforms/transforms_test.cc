@@ -395,15 +395,20 @@ TEST_CASE("huffman: pruned int8 levels stored sparse, the file in the compact la
   CHECK(test::max_abs_diff(run(plain, x), run(h, x)) == 0.f);
 }
 
+// `n` random 4x4 "images" as an idx3 file dir/img.idx (dir created).
+static void write_random_images(const std::string& dir, int64_t n, unsigned seed) {
+  const std::string mk = "mkdir -p " + dir;
+  REQUIRE(std::system(mk.c_str()) == 0);
+  std::vector<uint8_t> idx = {0, 0, 8, 3, 0, 0, uint8_t(n >> 8), uint8_t(n & 255), 0, 0, 0, 4, 0, 0, 0, 4};
+  std::mt19937 rng(seed);
+  for (int64_t i = 0; i < n * 16; ++i) idx.push_back(uint8_t(rng() & 255));
+  std::ofstream(dir + "/img.idx", std::ios::binary).write(reinterpret_cast<const char*>(idx.data()), std::streamsize(idx.size()));
+}
+
 TEST_CASE("distill trains a codebook with per-channel scales through its centroids") {
   const std::string dir = "/tmp/minnow_distill_scaled_" + std::to_string(::getpid());
-  std::string mk = "mkdir -p " + dir;
-  REQUIRE(std::system(mk.c_str()) == 0);
   const int64_t N = 400;
-  std::vector<uint8_t> idx = {0, 0, 8, 3, 0, 0, uint8_t(N >> 8), uint8_t(N & 255), 0, 0, 0, 4, 0, 0, 0, 4};
-  std::mt19937 rng(9);
-  for (int64_t i = 0; i < N * 16; ++i) idx.push_back(uint8_t(rng() & 255));
-  { std::ofstream(dir + "/img.idx", std::ios::binary).write(reinterpret_cast<const char*>(idx.data()), std::streamsize(idx.size())); }
+  write_random_images(dir, N, 9);
   test::Mlp mlp(23, 16, 24, 16, 6);
   // Output rows of w1 a hundredfold apart in range (as BatchNormalization folding makes
   // them): quantize takes the per-channel-scaled codebook.
@@ -459,13 +464,8 @@ TEST_CASE("distill trains a codebook with per-channel scales through its centroi
 TEST_CASE("distill moves a pruned, quantized student towards its teacher; masks and assignments stay") {
   // 16-pixel "images" in an idx3 file, and the teacher written next to them.
   const std::string dir = "/tmp/minnow_distill_test_" + std::to_string(::getpid());
-  std::string mk = "mkdir -p " + dir;
-  REQUIRE(std::system(mk.c_str()) == 0);
   const int64_t N = 600;
-  std::vector<uint8_t> idx = {0, 0, 8, 3, 0, 0, uint8_t(N >> 8), uint8_t(N & 255), 0, 0, 0, 4, 0, 0, 0, 4};
-  std::mt19937 rng(5);
-  for (int64_t i = 0; i < N * 16; ++i) idx.push_back(uint8_t(rng() & 255));
-  { std::ofstream(dir + "/img.idx", std::ios::binary).write(reinterpret_cast<const char*>(idx.data()), std::streamsize(idx.size())); }
+  write_random_images(dir, N, 5);
   test::Mlp mlp(21, 16, 24, 16, 6);
   // Weights large enough that the logits depend on the input (test::Mlp's are tiny).
   for (Tensor* w : {&mlp.w1, &mlp.w2, &mlp.w3})
