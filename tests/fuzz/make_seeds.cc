@@ -109,7 +109,9 @@ ir::DenseStage dense_f32(ModelBuilder& b, const std::vector<uint32_t>& syms) {
 }
 
 // x[N,16] -> Gemm(w1 [8,16] encoded, transB) -> Relu -> Gemm(w2, transB) -> Softmax.
-std::vector<uint8_t> mlp(const std::function<void(ModelBuilder&, ir::TensorInfo&)>& encode_w1) {
+// `compact`: the file in format 1.3's compact layout (description deflated), so the
+// fuzzer also reaches the inflate path.
+std::vector<uint8_t> mlp(const std::function<void(ModelBuilder&, ir::TensorInfo&)>& encode_w1, bool compact = false) {
   ModelBuilder b("seed");
   b.add_input("x", DataType::kFloat32, std::vector<ir::Dim>{{-1, "N"}, {kCols, ""}});
   ir::TensorInfo w1;
@@ -126,6 +128,7 @@ std::vector<uint8_t> mlp(const std::function<void(ModelBuilder&, ir::TensorInfo&
   b.add_node("Gemm", {"a", "w2"}, {"logits"}, {Attr::Int("transB", 1)}, "fc2");
   b.add_node("Softmax", {"logits"}, {"prob"}, {Attr::Int("axis", 1)}, "softmax");
   b.add_output("prob");
+  b.ir().compact = compact;
   auto bytes = b.serialize();
   if (!bytes || !Model::load_memory(bytes.value().data(), bytes.value().size())) {
     std::fprintf(stderr, "make_seeds: a seed model does not load: %s\n",
@@ -185,6 +188,10 @@ int main(int argc, char** argv) {
     }
     t.quant.axis = 0;
   }));
+  write(out + "/model/compact_csr_codebook.minnow", mlp([&](ModelBuilder& b, ir::TensorInfo& t) {
+    Csr m = csr(1, 1);
+    t.encodings = {sparse(b, m, 1, 1), codebook(b, m.symbols, true)};
+  }, true));
   write(out + "/model/float16.minnow", mlp([&](ModelBuilder& b, ir::TensorInfo& t) {
     std::vector<uint16_t> h;
     for (uint32_t s : syms) h.push_back(uint16_t(s == 0 ? 0 : 0x3800 + s * 0x40));  // small positive halves
