@@ -266,11 +266,13 @@ void distill(TransformContext& ctx) {
   // With augmentation the teacher labels every batch as the student sees it; else its
   // logits for every training image, once (through the engine's kernels).
   std::unique_ptr<Runner> teacher_run;
-  {
+  if (augment) {
+    teacher_run = std::make_unique<Runner>(teacher, plugin_path);
+    teacher_run->logits(data, 0, std::min<int64_t>(1, data.count), &classes);  // the class count
+  } else {
     Runner r(teacher, plugin_path);
     tlogits = r.logits(data, 0, data.count, &classes);
   }
-  if (augment) teacher_run = std::make_unique<Runner>(teacher, plugin_path);
   // Image geometry for shifts: the last two sample dimensions are height and width; the
   // background is the preprocessed value of pixel 0.
   const int64_t img_w = data.sample_shape.empty() ? 1 : data.sample_shape.back();
