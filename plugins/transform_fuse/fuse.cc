@@ -357,10 +357,13 @@ void fuse(TransformContext& ctx) {
     if (d) f.counts["attributes at ONNX defaults dropped"] = d;
   }
   ctx.report << "fuse: " << nodes_before << " -> " << ctx.model.graph.nodes.size() << " nodes\n";
-  std::string params = "{";
+  // The log records the step's parameters and what it changed; candidates it only
+  // reports (activation fusion, done by the engine at prepare time) stay in the report.
+  std::string params = "{\"names\":\"" + json_escape(names) + "\",\"defaults\":\"" + json_escape(defaults) + "\"";
   for (const auto& kv : f.counts) {
     ctx.report << "  " << kv.first << ": " << kv.second << "\n";
-    params += std::string(params.size() > 1 ? "," : "") + "\"" + json_escape(kv.first) + "\":" + std::to_string(kv.second);
+    if (kv.first.find("not applied") != std::string::npos) continue;
+    params += ",\"" + json_escape(kv.first) + "\":" + std::to_string(kv.second);
   }
   ctx.parameters = params + "}";
 }
