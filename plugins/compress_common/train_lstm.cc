@@ -7,6 +7,9 @@
 #include "train_graph.h"
 #include "train_math.h"
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -97,23 +100,28 @@ void TrainGraph::forward_lstm(const ir::Node& n) {
     matmul(h.data(), Rt.data(), gates.data(), N, H, G, true);
     float* sv = saved.data() + t * 6 * N * H;  // i o f c~ C tanhC
     float* ht = y.data.data() + t * N * H;
-    for (int64_t b = 0; b < N; ++b)
-      for (int64_t j = 0; j < H; ++j) {
-        const float* gr = gates.data() + b * G;
-        const float i = sigmoid(gr[j] + bias[size_t(j)]), o = sigmoid(gr[H + j] + bias[size_t(H + j)]),
-                    f = sigmoid(gr[2 * H + j] + bias[size_t(2 * H + j)]),
-                    cc = std::tanh(gr[3 * H + j] + bias[size_t(3 * H + j)]);
-        const int64_t e = b * H + j;
-        const float cn = f * c[size_t(e)] + i * cc, tc = std::tanh(cn);
-        sv[e] = i;
-        sv[N * H + e] = o;
-        sv[2 * N * H + e] = f;
-        sv[3 * N * H + e] = cc;
-        sv[4 * N * H + e] = cn;
-        sv[5 * N * H + e] = tc;
-        c[size_t(e)] = cn;
-        h[size_t(e)] = ht[e] = o * tc;
-      }
+    // The gates, element by element: rows of the batch in parallel (each element on its
+    // own, so the result does not depend on the split); the sigmoids and tanhs cost more
+    // than the two products above, which are parallel already.
+    tbb::parallel_for(tbb::blocked_range<int64_t>(0, N, 8), [&](const tbb::blocked_range<int64_t>& rows) {
+      for (int64_t b = rows.begin(); b < rows.end(); ++b)
+        for (int64_t j = 0; j < H; ++j) {
+          const float* gr = gates.data() + b * G;
+          const float i = sigmoid(gr[j] + bias[size_t(j)]), o = sigmoid(gr[H + j] + bias[size_t(H + j)]),
+                      f = sigmoid(gr[2 * H + j] + bias[size_t(2 * H + j)]),
+                      cc = std::tanh(gr[3 * H + j] + bias[size_t(3 * H + j)]);
+          const int64_t e = b * H + j;
+          const float cn = f * c[size_t(e)] + i * cc, tc = std::tanh(cn);
+          sv[e] = i;
+          sv[N * H + e] = o;
+          sv[2 * N * H + e] = f;
+          sv[3 * N * H + e] = cc;
+          sv[4 * N * H + e] = cn;
+          sv[5 * N * H + e] = tc;
+          c[size_t(e)] = cn;
+          h[size_t(e)] = ht[e] = o * tc;
+        }
+    });
   }
   acts_[n.outputs[0]] = std::move(y);
 }
@@ -144,20 +152,22 @@ void TrainGraph::backward_lstm(const ir::Node& n) {
     const float* sv = saved.data() + t * 6 * N * H;
     const float* c_prev = t > 0 ? saved.data() + (t - 1) * 6 * N * H + 4 * N * H : c0.data();
     const float* h_prev = t > 0 ? Y.data.data() + (t - 1) * N * H : h0.data();
-    for (int64_t b = 0; b < N; ++b)
-      for (int64_t j = 0; j < H; ++j) {
-        const int64_t e = b * H + j;
-        const float i = sv[e], o = sv[N * H + e], f = sv[2 * N * H + e], cc = sv[3 * N * H + e],
-                    tc = sv[5 * N * H + e];
-        const float dh = dY[size_t(t * N * H + e)] + dh_next[size_t(e)];
-        const float dc = dc_next[size_t(e)] + dh * o * (1 - tc * tc);
-        float* dg = dG.data() + b * G;
-        dg[j] = dc * cc * i * (1 - i);
-        dg[H + j] = dh * tc * o * (1 - o);
-        dg[2 * H + j] = dc * c_prev[e] * f * (1 - f);
-        dg[3 * H + j] = dc * i * (1 - cc * cc);
-        dc_next[size_t(e)] = dc * f;
-      }
+    tbb::parallel_for(tbb::blocked_range<int64_t>(0, N, 8), [&](const tbb::blocked_range<int64_t>& rows) {
+      for (int64_t b = rows.begin(); b < rows.end(); ++b)
+        for (int64_t j = 0; j < H; ++j) {
+          const int64_t e = b * H + j;
+          const float i = sv[e], o = sv[N * H + e], f = sv[2 * N * H + e], cc = sv[3 * N * H + e],
+                      tc = sv[5 * N * H + e];
+          const float dh = dY[size_t(t * N * H + e)] + dh_next[size_t(e)];
+          const float dc = dc_next[size_t(e)] + dh * o * (1 - tc * tc);
+          float* dg = dG.data() + b * G;
+          dg[j] = dc * cc * i * (1 - i);
+          dg[H + j] = dh * tc * o * (1 - o);
+          dg[2 * H + j] = dc * c_prev[e] * f * (1 - f);
+          dg[3 * H + j] = dc * i * (1 - cc * cc);
+          dc_next[size_t(e)] = dc * f;
+        }
+    });
     // Parameters: dW += dG^T X_t, dR += dG^T h_{t-1}, dWb = dRb += sum over the batch.
     if (ww || wr) {
       const std::vector<float> dGt = transpose(dG.data(), N, G);
