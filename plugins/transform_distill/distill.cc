@@ -13,6 +13,9 @@
 //   mean=0.2860 std=0.3530 raw_shape=1x28x28 (raw float32 images)  epochs=1 batch=64
 //   lr=0.001 lr_end=<lr> (cosine decay) temperature=4 ce_weight=0.5 limit=N (first N images)
 //   sparsity=S prune_every=50 prune_end=0.7 (gradual magnitude pruning while training)
+//   allocate=global|sensitivity probe=1024 max_cost=C (one threshold over all layers, or
+//   per-layer sparsities chosen from each layer's measured cost on `probe` training images,
+//   stopping where the predicted cost reaches C)
 //   block=csr|1x4|4x1|1x8|auto block_tolerance=1.5 block@<tensor>= (what that pruning
 //   zeroes together, as prune's option of the same name)  min_size=N min_cols=N (weights
 //   with fewer elements, or a fan-in below N, are trained but not pruned, as prune's)
@@ -25,6 +28,7 @@
 #include "../compress_common/encode.h"
 #include "../compress_common/evaluate.h"
 #include "../compress_common/ir_util.h"
+#include "../compress_common/sparsity_allocation.h"
 #include "../compress_common/train_graph.h"
 #include "../compress_common/transform_plugin.h"
 
@@ -141,6 +145,22 @@ ParamState make_state(const ir::ModelIR& m, TrainGraph& tg, int t, bool is_weigh
   s.m.assign(w.data.size(), 0.f);
   s.v.assign(w.data.size(), 0.f);
   return s;
+}
+
+// KL(p || q) of the softmaxes of teacher logits `zt` and student logits `zs` (T = 1).
+double kl_divergence(const float* zt, const float* zs, int64_t classes) {
+  const double mt = *std::max_element(zt, zt + classes), ms = *std::max_element(zs, zs + classes);
+  double st = 0, ss = 0;
+  for (int64_t c = 0; c < classes; ++c) {
+    st += std::exp(zt[c] - mt);
+    ss += std::exp(zs[c] - ms);
+  }
+  double kl = 0;
+  for (int64_t c = 0; c < classes; ++c) {
+    const double lp = zt[c] - mt - std::log(st), lq = zs[c] - ms - std::log(ss);
+    kl += std::exp(lp) * (lp - lq);
+  }
+  return kl;
 }
 
 void step(ParamState& s, TrainGraph& tg, float lr, int64_t t) {
@@ -383,6 +403,153 @@ void distill(TransformContext& ctx) {
     }
   };
   const int64_t per = data.sample_size();
+  // allocate=global: one magnitude threshold over every prunable weight, so each layer's
+  // sparsity follows from its weights' magnitudes. allocate=sensitivity: each layer gets
+  // its own sparsity, chosen before training from what pruning that layer alone costs
+  // (the teacher-student KL at T = 1 on `probe` training images, at 14 levels), at the
+  // least summed cost for the same total (sparsity_allocation.h); during training every
+  // layer then follows the schedule towards its own level by magnitude within the layer.
+  // Magnitudes do not compare across layers: a convolution's weight acts at every
+  // position, a classifier's weight on every decision.
+  const std::string allocate = o.get_string("allocate", "global");
+  if (allocate != "global" && allocate != "sensitivity")
+    throw std::runtime_error("distill: allocate must be global or sensitivity, not '" + allocate + "'");
+  const int64_t probe_count = o.get_int("probe", 1024);
+  if (probe_count < 1) throw std::runtime_error("distill: probe must be >= 1");
+  // max_cost=C: the allocation stops short of `sparsity` where its predicted cost (the
+  // summed one-shot KL of its layers) reaches C: how much the model can lose is measured
+  // per model, not assumed. Negative (the default): no limit.
+  const double max_cost = o.get_double("max_cost", -1);
+  const bool per_layer = allocate == "sensitivity" && target_sparsity > 0 && !prunable.empty();
+  std::vector<double> layer_start(prunable.size(), 0), layer_target(prunable.size(), 0);
+  for (size_t j = 0; j < prunable.size(); ++j) {
+    const Value& w = tg.param(states[prunable[j]].tensor);
+    int64_t z = 0;
+    for (float v : w.data) z += v == 0.f;
+    layer_start[j] = w.size() ? double(z) / double(w.size()) : 0;
+  }
+  // Prunes layer j alone to `sparsity` (its smallest magnitudes, or its weakest blocks).
+  auto prune_layer = [&](size_t j, double sparsity) {
+    if (blocked) {
+      std::vector<BlockPruneItem> one{block_items[j]};
+      prune_blocks_group(one, sparsity);
+      return;
+    }
+    Value& w = tg.param(states[prunable[j]].tensor);
+    const int64_t k = int64_t(std::llround(sparsity * double(w.size())));
+    if (k <= 0) return;
+    std::vector<float> mags(w.data.size());
+    for (size_t e = 0; e < w.data.size(); ++e) mags[e] = std::fabs(w.data[e]);
+    std::nth_element(mags.begin(), mags.begin() + (k - 1), mags.end());
+    const float thr = mags[size_t(k - 1)];
+    for (size_t e = 0; e < w.data.size(); ++e)
+      if (std::fabs(w.data[e]) <= thr) {
+        w.data[e] = 0.f;
+        states[prunable[j]].free[e] = 0;
+      }
+  };
+  if (per_layer) {
+    std::vector<int64_t> pick(size_t(data.count));
+    std::iota(pick.begin(), pick.end(), 0);
+    std::mt19937_64 probe_rng(ctx.seed ^ 0x5eed5eedULL);
+    std::shuffle(pick.begin(), pick.end(), probe_rng);
+    const int64_t np = std::min(probe_count, data.count);
+    Images probe;
+    probe.sample_shape = data.sample_shape;
+    probe.count = np;
+    probe.data.resize(size_t(np * per));
+    for (int64_t i = 0; i < np; ++i)
+      std::copy(data.data.begin() + pick[size_t(i)] * per, data.data.begin() + (pick[size_t(i)] + 1) * per,
+                probe.data.begin() + i * per);
+    std::vector<float> probe_teacher;
+    if (augment) {
+      int64_t c2 = 0;
+      probe_teacher = teacher_run->logits(probe, 0, np, &c2);
+    } else {
+      for (int64_t i = 0; i < np; ++i)
+        probe_teacher.insert(probe_teacher.end(), tlogits.begin() + pick[size_t(i)] * classes,
+                             tlogits.begin() + (pick[size_t(i)] + 1) * classes);
+    }
+    auto probe_kl = [&]() {  // mean KL(teacher || student) at T = 1 over the probe images
+      double kl = 0;
+      const int64_t chunk = 256;
+      for (int64_t b0 = 0; b0 < np; b0 += chunk) {
+        const int64_t n = std::min(chunk, np - b0);
+        std::vector<float> x(probe.data.begin() + b0 * per, probe.data.begin() + (b0 + n) * per);
+        const Value& z = tg.forward(x, n);
+        if (z.size() != n * classes) throw std::runtime_error("distill: student and teacher outputs differ in shape");
+        for (int64_t i = 0; i < n; ++i)
+          kl += kl_divergence(&probe_teacher[size_t((b0 + i) * classes)], &z.data[size_t(i * classes)], classes);
+      }
+      return kl / double(np);
+    };
+    static const double kLevels[] = {0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98};
+    const double base = probe_kl();
+    std::vector<SensitivityCurve> curves(prunable.size());
+    for (size_t j = 0; j < prunable.size(); ++j) {
+      Value& w = tg.param(states[prunable[j]].tensor);
+      std::vector<uint8_t>& fr = states[prunable[j]].free;
+      const std::vector<float> keep_w = w.data;
+      const std::vector<uint8_t> keep_f = fr;
+      curves[j].size = w.size();
+      curves[j].start = layer_start[j];
+      for (double lv : kLevels) {
+        if (lv <= layer_start[j] + 1e-9) continue;
+        prune_layer(j, lv);
+        curves[j].levels.push_back(lv);
+        curves[j].cost.push_back(probe_kl() - base);
+        std::copy(keep_w.begin(), keep_w.end(), w.data.begin());  // in place: block items point into it
+        std::copy(keep_f.begin(), keep_f.end(), fr.begin());
+      }
+    }
+    double predicted = 0;
+    layer_target = allocate_sparsity(curves, target_sparsity, max_cost, &predicted);
+    char line0[256];
+    {
+      std::string path;
+      for (double at : {0.8, 0.85, 0.9, 0.92, 0.94, 0.96}) {
+        double c = 0;
+        allocate_sparsity(curves, at, -1, &c);
+        std::snprintf(line0, sizeof line0, "%s%.0f%% %.3f", path.empty() ? "" : ", ", 100 * at, c);
+        path += line0;
+      }
+      double overall = 0;
+      for (size_t j = 0; j < prunable.size(); ++j) overall += layer_target[j] * double(curves[j].size);
+      overall /= double(prunable_total);
+      std::snprintf(line0, sizeof line0, "  allocation: %.2f%% overall, predicted cost %.3f (summed one-shot KL; %s)\n",
+                    100 * overall, predicted, path.c_str());
+      ctx.report << line0;
+    }
+    ctx.report << "  sparsity by sensitivity (" << np << " probe images; KL at T = 1 when pruned alone to 50 / 90 / 98 %):\n";
+    for (size_t j = 0; j < prunable.size(); ++j) {
+      auto cost_at = [&](double lv) {
+        for (size_t k = 0; k < curves[j].levels.size(); ++k)
+          if (std::fabs(curves[j].levels[k] - lv) < 1e-9) return curves[j].cost[k];
+        return 0.0;
+      };
+      std::snprintf(line0, sizeof line0, "    %-28s %8lld weights -> %6.2f%%   (%.4f / %.4f / %.4f)\n",
+                    m.graph.tensors[size_t(states[prunable[j]].tensor)].name.c_str(), (long long)curves[j].size,
+                    100 * layer_target[j], cost_at(0.5), cost_at(0.9), cost_at(0.98));
+      ctx.report << line0;
+    }
+  }
+  // Prunes every layer to its point `p` in [0, 1] of the way from where it started to its
+  // target (one global threshold, or each layer its own level); returns the sparsity over
+  // all prunable weights.
+  auto prune_progress = [&](double p) {
+    if (!per_layer) {
+      const double s = s0 + (target_sparsity - s0) * p;
+      prune_to(s);
+      return s;
+    }
+    double zeros = 0;
+    for (size_t j = 0; j < prunable.size(); ++j) {
+      const double s = layer_start[j] + (layer_target[j] - layer_start[j]) * p;
+      prune_layer(j, s);
+      zeros += s * double(tg.param(states[prunable[j]].tensor).size());
+    }
+    return zeros / double(prunable_total);
+  };
   std::mt19937_64 rng(ctx.seed);
   std::vector<int64_t> order(size_t(data.count));
   std::iota(order.begin(), order.end(), 0);
@@ -390,6 +557,7 @@ void distill(TransformContext& ctx) {
   double recent = 1.0;          // running agreement (EMA over ~4 * prune_every steps)
   double sparsity_now = s0;     // what prune_to last reached
   double held = -1;             // sparsity held at by min_agreement (-1: not held)
+  double progress_now = 0;      // how far along the schedule prune_progress last went
   double next_trace = 0.1;      // report the schedule at every further 10 % of it
   const double ema = 1.0 / (4.0 * double(prune_every));
   auto start = std::chrono::steady_clock::now();
@@ -490,8 +658,8 @@ void distill(TransformContext& ctx) {
           ctx.report << line;
         } else {
           const double f = 1 - double(t_step) / double(t_end);
-          sparsity_now = target_sparsity + (s0 - target_sparsity) * f * f * f;
-          prune_to(sparsity_now);
+          progress_now = 1 - f * f * f;  // Zhu & Gupta's cubic schedule
+          sparsity_now = prune_progress(progress_now);
           if (double(t_step) / double(t_end) >= next_trace - 1e-9) {
             std::snprintf(line, sizeof line, "  step %lld: sparsity %.2f%%, recent agreement %.4f\n", (long long)t_step,
                           100 * sparsity_now, recent);
@@ -515,9 +683,10 @@ void distill(TransformContext& ctx) {
                   seen ? loss_sum / seen : 0.0, clean ? double(agree) / clean : 0.0);
     ctx.report << line;
   }
-  const double reached = held >= 0 ? held : target_sparsity;
+  double reached = held >= 0 ? held : target_sparsity;
   if (!prunable.empty()) {
-    prune_to(reached);  // exactly the target (or the held level), whatever the step count
+    // Exactly the target (or the held level), whatever the step count.
+    reached = prune_progress(held >= 0 ? progress_now : 1.0);
     std::snprintf(line, sizeof line, "  pruned during training: %.2f%% -> %.2f%% of %lld weights%s\n", 100 * s0,
                   100 * reached, (long long)prunable_total, held >= 0 ? " (held by min_agreement)" : "");
     ctx.report << line;
@@ -564,6 +733,21 @@ void distill(TransformContext& ctx) {
     std::snprintf(g, sizeof g, ",\"min_agreement\":%g,\"sparsity_reached\":%g}", min_agreement, prunable.empty() ? 0.0 : reached);
     ctx.parameters.pop_back();
     ctx.parameters += g;
+  }
+  if (per_layer) {  // what the allocation chose, as prune's sparsity@ would say it
+    ctx.parameters.pop_back();
+    ctx.parameters += ",\"allocate\":\"sensitivity\",\"probe\":" + std::to_string(probe_count);
+    if (max_cost >= 0) {
+      char c[48];
+      std::snprintf(c, sizeof c, ",\"max_cost\":%g", max_cost);
+      ctx.parameters += c;
+    }
+    for (size_t j = 0; j < prunable.size(); ++j) {
+      char v[32];
+      std::snprintf(v, sizeof v, "%.4g", layer_target[j]);
+      ctx.parameters += ",\"sparsity@" + json_escape(m.graph.tensors[size_t(states[prunable[j]].tensor)].name) + "\":" + v;
+    }
+    ctx.parameters += "}";
   }
   if (blocked || block != "csr") {  // the shapes pruning used, as prune records them
     ctx.parameters.pop_back();

@@ -11,6 +11,7 @@
 // Options: bits=4 (2..8)  kind=codebook|uniform  bits@<tensor>=N  min_size=<elements>
 //          layout=auto|dense|sparse (auto: smaller at fixed width)
 //          small_size=N small_bits=8 (tensors under N elements get small_bits)
+//          small_cols=N (so do weights with a fan-in under N)
 #include "../compress_common/encode.h"
 #include "../compress_common/ir_util.h"
 #include "../compress_common/kmeans.h"
@@ -187,6 +188,9 @@ void quantize(TransformContext& ctx) {
   // get `small_bits` (Deep Compression likewise gave conv layers more bits than fc).
   const int64_t small_size = ctx.options.get_int("small_size", 0);
   const int small_bits = int(ctx.options.get_int("small_bits", 8));
+  // small_cols=N: so are weights whose neurons sum fewer than N inputs (depthwise filters,
+  // fan-in 9), whatever their size: distill's min_cols keeps them unpruned for the same reason.
+  const int64_t small_cols = ctx.options.get_int("small_cols", 0);
   // Small tensors at 8 bits are stored as per-channel int8 levels (small_kind=uniform):
   // a 256-entry codebook would cost more than the tensor.
   const std::string small_kind = ctx.options.get_string("small_kind", "uniform");
@@ -218,19 +222,24 @@ void quantize(TransformContext& ctx) {
                        std::to_string(min_size) + ",\"layout\":\"" + layout + "\",\"small_size\":" +
                        std::to_string(small_size) + ",\"small_bits\":" + std::to_string(small_bits) +
                        ",\"small_kind\":\"" + small_kind + "\",\"bias_bits\":" + std::to_string(bias_bits);
+  if (small_cols > 0) params += ",\"small_cols\":" + std::to_string(small_cols);
   for (const auto& r : refs) {
     if (std::find(done.begin(), done.end(), r.tensor) != done.end()) continue;
     done.push_back(r.tensor);
     std::string key = "bits@" + r.name;
-    const int64_t elements = shape_elements(m.graph.tensors[size_t(r.tensor)].static_shape());
-    int b = int(ctx.options.get_int(key, elements < small_size ? small_bits : bits));
+    const auto wshape = m.graph.tensors[size_t(r.tensor)].static_shape();
+    const int64_t elements = shape_elements(wshape);
+    const int64_t outputs =
+        r.out_axis >= 0 && size_t(r.out_axis) < wshape.size() ? std::max<int64_t>(1, wshape[size_t(r.out_axis)]) : 1;
+    const bool small = elements < small_size || (small_cols > 0 && elements / outputs < small_cols);
+    int b = int(ctx.options.get_int(key, small ? small_bits : bits));
     check_bits(b, key);
     if (ctx.options.has(key)) params += ",\"" + json_escape(key) + "\":" + std::to_string(b);
     Tensor w = constant_f32(m, r.tensor);
     if (w.elements() < min_size) continue;
     uint64_t before = stored_bytes(m, r.tensor);
     Tensor orig = w.clone();
-    const std::string k = elements < small_size ? small_kind : kind;
+    const std::string k = small ? small_kind : kind;
     if (k == "codebook") codebook(m, r.tensor, w, b, r.out_axis, layout);
     else uniform(m, r.tensor, w, b, r.out_axis, layout);
     Tensor back = constant_f32(m, r.tensor);

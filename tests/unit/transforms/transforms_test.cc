@@ -342,6 +342,25 @@ TEST_CASE("quantize codebook keeps the pruning mask, uses at most 2^bits values,
   CHECK(m.compression_log[1].parameters.find("\"bits\":3") != std::string::npos);
 }
 
+TEST_CASE("quantize small_cols: narrow weights (fan-in under N) get small_bits, whatever their size") {
+  test::Mlp mlp(11, 256, 96, 20, 5);  // fan-in 256, 96, 20
+  auto q = xform("quantize", bytes_of(mlp.builder()), {{"bits", "3"}, {"small_cols", "50"}});
+  ir::ModelIR m = ir_of(q);
+  auto int8_levels = [&](const char* name) {
+    const auto& t = m.graph.tensors[size_t(m.graph.find_tensor(name))];
+    const auto* d = std::get_if<ir::DenseStage>(&t.encodings.back());
+    return d && d->element_type == DataType::kInt8 && !t.quant.empty();
+  };
+  CHECK_FALSE(int8_levels("w1"));
+  CHECK_FALSE(int8_levels("w2"));
+  CHECK(int8_levels("w3"));
+  CHECK(m.compression_log.back().parameters.find("\"small_cols\":50") != std::string::npos);
+  // Without it all three are 3-bit codebooks.
+  ir::ModelIR plain = ir_of(xform("quantize", bytes_of(mlp.builder()), {{"bits", "3"}}));
+  const auto& w3 = plain.graph.tensors[size_t(plain.graph.find_tensor("w3"))];
+  CHECK(w3.quant.empty());
+}
+
 TEST_CASE("quantize uniform: per-channel symmetric, error within half a step") {
   test::Mlp mlp(13, 33, 17, 9, 4);
   auto in = bytes_of(mlp.builder());
@@ -607,6 +626,48 @@ TEST_CASE("distill moves a pruned, quantized student towards its teacher; masks 
   CHECK(double(hz) / double(ht) < 0.75);  // the target is 0.8
   CHECK(hm.compression_log.back().parameters.find("\"min_agreement\":1") != std::string::npos);
   CHECK_FALSE(engine()->transform("distill", teacher, {{"images", dir + "/img.idx"}, {"min_agreement", "1.5"}}).is_ok());
+  // allocate=sensitivity: per-layer sparsities from each layer's measured cost, the same
+  // 80 % overall, recorded per layer in the log; closer to the teacher than one-shot.
+  std::string sens_report;
+  auto sens = xform("distill", teacher, {{"images", dir + "/img.idx"}, {"teacher", dir + "/teacher.minnow"},
+                                         {"mean", "0.5"}, {"std", "0.25"}, {"epochs", "4"}, {"batch", "32"},
+                                         {"lr", "0.01"}, {"lr_end", "0.001"}, {"temperature", "2"},
+                                         {"sparsity", "0.8"}, {"prune_every", "5"}, {"allocate", "sensitivity"},
+                                         {"probe", "128"}, {"plugin_path", test::plugin_dir()}},
+                    &sens_report);
+  MESSAGE(sens_report);
+  CHECK(sens_report.find("sparsity by sensitivity (128 probe images") != std::string::npos);
+  ir::ModelIR sm = ir_of(sens);
+  int64_t sz = 0, st = 0;
+  for (const char* name : {"w1", "w2", "w3"}) {
+    Tensor w = compress::constant_f32(sm, sm.graph.find_tensor(name));
+    st += w.elements();
+    for (int64_t i = 0; i < w.elements(); ++i) sz += w.data<float>()[i] == 0.f;
+  }
+  CHECK(double(sz) / double(st) == doctest::Approx(0.8).epsilon(0.01));
+  const std::string& sp = sm.compression_log.back().parameters;
+  CHECK(sp.find("\"allocate\":\"sensitivity\"") != std::string::npos);
+  CHECK(sp.find("\"sparsity@w1\":") != std::string::npos);
+  CHECK(sp.find("\"sparsity@w3\":") != std::string::npos);
+  CHECK(kl(sens) < kl_once);
+  // max_cost=0: no layer may cost anything, so nothing is pruned whatever the target.
+  std::string capped_report;
+  auto capped = xform("distill", teacher, {{"images", dir + "/img.idx"}, {"teacher", dir + "/teacher.minnow"},
+                                           {"mean", "0.5"}, {"std", "0.25"}, {"epochs", "1"}, {"batch", "32"},
+                                           {"sparsity", "0.8"}, {"prune_every", "5"}, {"allocate", "sensitivity"},
+                                           {"probe", "64"}, {"max_cost", "0"}, {"plugin_path", test::plugin_dir()}},
+                      &capped_report);
+  CHECK(capped_report.find("allocation: 0.00% overall, predicted cost 0.000") != std::string::npos);
+  ir::ModelIR cm = ir_of(capped);
+  for (const char* name : {"w1", "w2", "w3"}) {
+    Tensor w = compress::constant_f32(cm, cm.graph.find_tensor(name));
+    int64_t z = 0;
+    for (int64_t i = 0; i < w.elements(); ++i) z += w.data<float>()[i] == 0.f;
+    CHECK(z == 0);
+  }
+  CHECK(cm.compression_log.back().parameters.find("\"max_cost\":0") != std::string::npos);
+  CHECK_FALSE(engine()->transform("distill", teacher, {{"images", dir + "/img.idx"}, {"allocate", "by-size"}}).is_ok());
+  CHECK_FALSE(engine()->transform("distill", teacher, {{"images", dir + "/img.idx"}, {"probe", "0"}}).is_ok());
   // An augmented transfer set (blends of two images), labelled by the teacher batch by
   // batch: the student still moves towards the teacher on the original images (as far as
   // without blends), masks and assignments stay, and the log records the augmentation.
