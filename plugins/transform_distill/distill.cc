@@ -380,28 +380,37 @@ void distill(TransformContext& ctx) {
       block_items.push_back(it);
     }
   }
-  auto prune_to = [&](double sparsity) {
-    if (blocked) {  // whole blocks, one ranking over every prunable weight
-      prune_blocks_group(block_items, sparsity);
+  // Zeroes the smallest magnitudes of the weights in `which` (indices into `prunable`),
+  // one ranking over them all, until `sparsity` of them are zero; or their weakest blocks.
+  auto magnitude_prune = [&](const std::vector<size_t>& which, double sparsity) {
+    if (blocked) {
+      std::vector<BlockPruneItem> items;
+      for (size_t j : which) items.push_back(block_items[j]);
+      prune_blocks_group(items, sparsity);
       return;
     }
-    const int64_t k = int64_t(std::llround(sparsity * double(prunable_total)));
+    int64_t total = 0;
+    for (size_t j : which) total += tg.param(states[prunable[j]].tensor).size();
+    const int64_t k = int64_t(std::llround(sparsity * double(total)));
+    if (k <= 0) return;
     std::vector<float> mags;
-    mags.reserve(size_t(prunable_total));
-    for (size_t i : prunable)
-      for (float v : tg.param(states[i].tensor).data) mags.push_back(std::fabs(v));
-    if (k <= 0 || mags.empty()) return;
+    mags.reserve(size_t(total));
+    for (size_t j : which)
+      for (float v : tg.param(states[prunable[j]].tensor).data) mags.push_back(std::fabs(v));
     std::nth_element(mags.begin(), mags.begin() + (k - 1), mags.end());
     const float thr = mags[size_t(k - 1)];
-    for (size_t i : prunable) {
-      Value& w = tg.param(states[i].tensor);
+    for (size_t j : which) {
+      Value& w = tg.param(states[prunable[j]].tensor);
       for (size_t e = 0; e < w.data.size(); ++e)
         if (std::fabs(w.data[e]) <= thr) {
           w.data[e] = 0.f;
-          states[i].free[e] = 0;
+          states[prunable[j]].free[e] = 0;
         }
     }
   };
+  std::vector<size_t> every(prunable.size());
+  std::iota(every.begin(), every.end(), size_t(0));
+  auto prune_to = [&](double sparsity) { magnitude_prune(every, sparsity); };  // one global threshold
   const int64_t per = data.sample_size();
   // allocate=global: one magnitude threshold over every prunable weight, so each layer's
   // sparsity follows from its weights' magnitudes. allocate=sensitivity: each layer gets
@@ -428,26 +437,7 @@ void distill(TransformContext& ctx) {
     for (float v : w.data) z += v == 0.f;
     layer_start[j] = w.size() ? double(z) / double(w.size()) : 0;
   }
-  // Prunes layer j alone to `sparsity` (its smallest magnitudes, or its weakest blocks).
-  auto prune_layer = [&](size_t j, double sparsity) {
-    if (blocked) {
-      std::vector<BlockPruneItem> one{block_items[j]};
-      prune_blocks_group(one, sparsity);
-      return;
-    }
-    Value& w = tg.param(states[prunable[j]].tensor);
-    const int64_t k = int64_t(std::llround(sparsity * double(w.size())));
-    if (k <= 0) return;
-    std::vector<float> mags(w.data.size());
-    for (size_t e = 0; e < w.data.size(); ++e) mags[e] = std::fabs(w.data[e]);
-    std::nth_element(mags.begin(), mags.begin() + (k - 1), mags.end());
-    const float thr = mags[size_t(k - 1)];
-    for (size_t e = 0; e < w.data.size(); ++e)
-      if (std::fabs(w.data[e]) <= thr) {
-        w.data[e] = 0.f;
-        states[prunable[j]].free[e] = 0;
-      }
-  };
+  auto prune_layer = [&](size_t j, double sparsity) { magnitude_prune({j}, sparsity); };  // layer j alone
   if (per_layer) {
     std::vector<int64_t> pick(size_t(data.count));
     std::iota(pick.begin(), pick.end(), 0);
