@@ -265,6 +265,17 @@ void distill(TransformContext& ctx) {
   if (target_sparsity < 0 || target_sparsity >= 1 || prune_every < 1 || prune_end <= 0 || prune_end > 1 || lr_end <= 0)
     throw std::runtime_error("distill: sparsity in [0, 1), prune_every >= 1, prune_end in (0, 1], lr_end > 0");
   if (epochs < 0 || batch < 1 || lr <= 0 || T <= 0) throw std::runtime_error("distill: epochs >= 0, batch >= 1, lr > 0, temperature > 0");
+  // allocate= / probe= / max_cost= (per-layer sparsity, below): checked here, before the
+  // teacher's pass over the training images, like the other options.
+  const std::string allocate = o.get_string("allocate", "global");
+  if (allocate != "global" && allocate != "sensitivity")
+    throw std::runtime_error("distill: allocate must be global or sensitivity, not '" + allocate + "'");
+  const int64_t probe_count = o.get_int("probe", 1024);
+  if (probe_count < 1) throw std::runtime_error("distill: probe must be >= 1");
+  // max_cost=C: the allocation stops short of `sparsity` where its predicted cost (the
+  // summed one-shot KL of its layers) reaches C: how much the model can lose is measured
+  // per model, not assumed. Negative (the default): no limit.
+  const double max_cost = o.get_double("max_cost", -1);
 
   Images data = load_images(images, mean, stdv, raw_shape);
   if (limit >= 0) data.count = std::min(data.count, limit);
@@ -420,15 +431,6 @@ void distill(TransformContext& ctx) {
   // layer then follows the schedule towards its own level by magnitude within the layer.
   // Magnitudes do not compare across layers: a convolution's weight acts at every
   // position, a classifier's weight on every decision.
-  const std::string allocate = o.get_string("allocate", "global");
-  if (allocate != "global" && allocate != "sensitivity")
-    throw std::runtime_error("distill: allocate must be global or sensitivity, not '" + allocate + "'");
-  const int64_t probe_count = o.get_int("probe", 1024);
-  if (probe_count < 1) throw std::runtime_error("distill: probe must be >= 1");
-  // max_cost=C: the allocation stops short of `sparsity` where its predicted cost (the
-  // summed one-shot KL of its layers) reaches C: how much the model can lose is measured
-  // per model, not assumed. Negative (the default): no limit.
-  const double max_cost = o.get_double("max_cost", -1);
   const bool per_layer = allocate == "sensitivity" && target_sparsity > 0 && !prunable.empty();
   std::vector<double> layer_start(prunable.size(), 0), layer_target(prunable.size(), 0);
   for (size_t j = 0; j < prunable.size(); ++j) {
