@@ -59,8 +59,8 @@ class FcKernel final : public SparseKernel {
         beta_(node.attr_float("beta", 1.0f)),
         w_(fw.transposed ? pack_transposed(fw.data, fw.n, fw.k, fw.n, lc.shape, fw.alpha)
                          : pack(fw.data, fw.n, fw.k, fw.k, lc.shape, fw.alpha)) {
-    add_rows_layout(&w_, rows_tiles_fast());  // the rows-form kernel runs on panels of 8 rows
-    if (w_.tiled) set_name(kTiledFcKernelName);  // the rows-form kernel runs on panels of 8 rows
+    add_rows_layout(&w_, rows_tile_width());  // batch 1: row panels or tiles (sparse_matrix.h)
+    if (w_.tiled) set_name(tiled_fc_kernel_name(w_.tile_width));
   }
 
   double flops(const mn_tensor* in, int, const mn_tensor*, int) const override {

@@ -56,10 +56,10 @@ inline int64_t rows_units(const SparseMatrix& w) {
   return w.panels() > 0 ? w.panels() : w.block_rows();
 }
 
-// Whether the SIMD target the dispatcher picked has a kernel for tiled panels (x86 AVX2
-// and up: one vpermps per step); elsewhere they would run the reference, so
-// add_rows_layout is told not to build them.
-bool rows_tiles_fast();
+// The width of the tiled panels the SIMD target the dispatcher picked has a kernel for
+// (16 on AVX-512, 8 on AVX2: one vpermps per step), 0 where it has none (they would run
+// the reference): what add_rows_layout is told to build.
+int rows_tile_width();
 
 // Floats per vector of the SIMD target the dispatcher picked (8 on AVX2, 4 on NEON).
 int64_t spmm_lanes();

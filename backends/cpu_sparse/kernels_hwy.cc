@@ -29,7 +29,7 @@ int64_t LanesImpl() { return static_cast<int64_t>(hn::Lanes(hn::ScalableTag<floa
 void SpmmImpl(const SparseMatrix& w, const SpmmArgs& a, int64_t rb0, int64_t rb1) {
   spmm_ref(w, a, rb0, rb1);
 }
-bool TilesFastImpl() { return false; }
+int TileWidthImpl() { return 0; }
 void RowsImpl(const SparseMatrix& w, const RowsArgs& a, int64_t rb0, int64_t rb1) {
   if (w.panels() > 0) return rows_panels_ref(w, a, rb0, rb1);
   rows_ref(w, a, rb0, rb1);
@@ -523,42 +523,71 @@ HWY_NOINLINE void RowsPanels4(const SparseMatrix& w, const RowsArgs& a, int64_t 
 #endif
 
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
-// Tiled panels (SparseMatrix::tiled): a step is one load of the eight x values of its
-// window, one vpermps that hands each row slot its own (the weights' low bits are the
-// permutation), and one multiply-add with the step's eight weights: three vector
-// instructions and three loads for eight slots, where a CSR panel step takes about thirty
-// instructions and eleven loads. Eight accumulators, eight steps per loop: a panel's
-// steps are a dependent chain otherwise, and a step is shorter than the multiply-add's
-// latency (eight against four: 3-11 % faster on the lstm gates and fc 300-100 at 90 %,
-// the most in the machine's slow state).
-bool TilesFastImpl() { return true; }
+// Tiled panels (SparseMatrix::tiled): a step is one load of the W x values of its window,
+// one permute that hands each row slot its own (the weights' low bits are the
+// permutation), and one multiply-add with the step's W weights: three vector instructions
+// and three loads for W slots, where a CSR panel step takes about thirty instructions and
+// eleven loads for eight. Eight accumulators, eight steps per loop: a panel's steps are a
+// dependent chain otherwise, and a step is shorter than the multiply-add's latency (eight
+// against four: 3-11 % faster on the lstm gates and fc 300-100 at 90 %, the most in the
+// machine's slow state). One template for both widths; Tr holds the vector operations:
+// TilesAvx2 (8 lanes, vpermps ymm) and, on AVX-512 targets, TilesAvx512 (16 lanes, vpermps
+// zmm: about half the steps of 8 lanes at 90 % sparsity, each about as cheap).
+struct TilesAvx2 {
+  static constexpr int kWidth = 8;
+  using V = __m256;
+  static V Zero() { return _mm256_setzero_ps(); }
+  static V Load(const float* p) { return _mm256_loadu_ps(p); }
+  static V Add(V a, V b) { return _mm256_add_ps(a, b); }
+  static void Store(float* p, V v) { _mm256_store_ps(p, v); }
+  // acc + v * x[lane bits of v]
+  static V Step(V v, V xw, V acc) {
+    return _mm256_fmadd_ps(v, _mm256_permutevar8x32_ps(xw, _mm256_castps_si256(v)), acc);
+  }
+};
+#if HWY_TARGET <= HWY_AVX3
+struct TilesAvx512 {
+  static constexpr int kWidth = 16;
+  using V = __m512;
+  static V Zero() { return _mm512_setzero_ps(); }
+  static V Load(const float* p) { return _mm512_loadu_ps(p); }
+  static V Add(V a, V b) { return _mm512_add_ps(a, b); }
+  static void Store(float* p, V v) { _mm512_store_ps(p, v); }
+  static V Step(V v, V xw, V acc) {
+    return _mm512_fmadd_ps(v, _mm512_permutexvar_ps(_mm512_castps_si512(v), xw), acc);
+  }
+};
+#endif
+
+template <class Tr>
 HWY_NOINLINE void RowsTiles(const SparseMatrix& w, const RowsArgs& a, int64_t p0, int64_t p1) {
-  constexpr int P = SparseMatrix::kPanel;
-  static_assert(P == 8, "a tiled step is one 8-float vector");
+  constexpr int P = Tr::kWidth;
+  using V = typename Tr::V;
   const float* vals = w.panel_val.data();
   const uint16_t* xo = w.tile_xoff.data();
   const int32_t* pp = w.panel_ptr.data();
   for (int64_t m = a.m0; m < a.m1; ++m) {
     const float* xr = a.x + m * a.ldx;
     float* yr = a.y + m * a.ldy;
-// The weights are also the permutation (their low mantissa bits hold the lanes).
-#define MINNOW_TILE_STEP_X(acc, t, xw)                                                 \
-  do {                                                                                \
-    __m256 v = _mm256_loadu_ps(vals + static_cast<int64_t>(t) * P);                  \
-    __asm__("" : "+x"(v)); /* one load: GCC would load v again for the FMA */        \
-    acc = _mm256_fmadd_ps(v, _mm256_permutevar8x32_ps(xw, _mm256_castps_si256(v)), acc); \
+// The weights are also the permutation (their low mantissa bits hold the lanes). The empty
+// asm makes v one load: GCC would load it again for the multiply-add otherwise.
+#define MINNOW_TILE_STEP_X(acc, t, xw)                   \
+  do {                                                  \
+    V v = Tr::Load(vals + static_cast<int64_t>(t) * P); \
+    __asm__("" : "+v"(v));                              \
+    acc = Tr::Step(v, xw, acc);                         \
   } while (0)
-#define MINNOW_TILE_STEP(acc, t) MINNOW_TILE_STEP_X(acc, t, _mm256_loadu_ps(xr + xo[t]))
+#define MINNOW_TILE_STEP(acc, t) MINNOW_TILE_STEP_X(acc, t, Tr::Load(xr + xo[t]))
     for (int64_t c0 = p0; c0 < p1; c0 += kPanelChunk) {
       const int64_t c1 = std::min(p1, c0 + kPanelChunk);
       HWY_ALIGN float buf[kPanelChunk * P];
       for (int64_t p = c0; p < c1; ++p) {
-        __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
+        V s0 = Tr::Zero(), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
         int32_t t = pp[p];
         const int32_t pe = t + w.tile_pairs[static_cast<size_t>(p)], e = pp[p + 1];
         for (; t + 8 <= pe; t += 8) {  // four pairs: four x windows for eight steps
-          const __m256 xa = _mm256_loadu_ps(xr + xo[t]), xb = _mm256_loadu_ps(xr + xo[t + 2]);
-          const __m256 xc = _mm256_loadu_ps(xr + xo[t + 4]), xd = _mm256_loadu_ps(xr + xo[t + 6]);
+          const V xa = Tr::Load(xr + xo[t]), xb = Tr::Load(xr + xo[t + 2]);
+          const V xc = Tr::Load(xr + xo[t + 4]), xd = Tr::Load(xr + xo[t + 6]);
           MINNOW_TILE_STEP_X(s0, t, xa);
           MINNOW_TILE_STEP_X(s1, t + 1, xa);
           MINNOW_TILE_STEP_X(s2, t + 2, xb);
@@ -569,7 +598,7 @@ HWY_NOINLINE void RowsTiles(const SparseMatrix& w, const RowsArgs& a, int64_t p0
           MINNOW_TILE_STEP_X(s7, t + 7, xd);
         }
         for (; t < pe; t += 2) {
-          const __m256 xa = _mm256_loadu_ps(xr + xo[t]);
+          const V xa = Tr::Load(xr + xo[t]);
           MINNOW_TILE_STEP_X(s0, t, xa);
           MINNOW_TILE_STEP_X(s1, t + 1, xa);
         }
@@ -578,9 +607,8 @@ HWY_NOINLINE void RowsTiles(const SparseMatrix& w, const RowsArgs& a, int64_t p0
           MINNOW_TILE_STEP(s3, t + 1);
         }
         if (t < e) MINNOW_TILE_STEP(s4, t);
-        _mm256_store_ps(buf + (p - c0) * P,
-                        _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)),
-                                      _mm256_add_ps(_mm256_add_ps(s4, s5), _mm256_add_ps(s6, s7))));
+        Tr::Store(buf + (p - c0) * P, Tr::Add(Tr::Add(Tr::Add(s0, s1), Tr::Add(s2, s3)),
+                                              Tr::Add(Tr::Add(s4, s5), Tr::Add(s6, s7))));
       }
       FlushPanels(buf, w.panel_row.data() + c0 * P, (c1 - c0) * P, a, yr);
     }
@@ -588,16 +616,25 @@ HWY_NOINLINE void RowsTiles(const SparseMatrix& w, const RowsArgs& a, int64_t p0
 #undef MINNOW_TILE_STEP_X
   }
 }
+
+int TileWidthImpl() { return HWY_TARGET <= HWY_AVX3 ? 16 : 8; }
+void RowsTilesAny(const SparseMatrix& w, const RowsArgs& a, int64_t p0, int64_t p1) {
+#if HWY_TARGET <= HWY_AVX3
+  if (w.tile_width == 16) return RowsTiles<TilesAvx512>(w, a, p0, p1);
+#endif
+  if (w.tile_width == 8) return RowsTiles<TilesAvx2>(w, a, p0, p1);
+  rows_panels_ref(w, a, p0, p1);
+}
 #else
-bool TilesFastImpl() { return false; }
-HWY_NOINLINE void RowsTiles(const SparseMatrix& w, const RowsArgs& a, int64_t p0, int64_t p1) {
+int TileWidthImpl() { return 0; }
+void RowsTilesAny(const SparseMatrix& w, const RowsArgs& a, int64_t p0, int64_t p1) {
   rows_panels_ref(w, a, p0, p1);
 }
 #endif
 
 void RowsImpl(const SparseMatrix& w, const RowsArgs& a, int64_t rb0, int64_t rb1) {
   const BlockShape s = w.shape;
-  if (w.tiled) return RowsTiles(w, a, rb0, rb1);
+  if (w.tiled) return RowsTilesAny(w, a, rb0, rb1);
   if (w.panels() > 0)
     return s.c == 1 ? RowsPanels1(w, a, rb0, rb1) : RowsPanels4(w, a, rb0, rb1);
   if (s == BlockShape{1, 1}) return Rows11(w, a, rb0, rb1);
@@ -622,7 +659,7 @@ HWY_EXPORT(SpmmImpl);
 HWY_EXPORT(RowsImpl);
 HWY_EXPORT(TargetNameImpl);
 HWY_EXPORT(LanesImpl);
-HWY_EXPORT(TilesFastImpl);
+HWY_EXPORT(TileWidthImpl);
 
 void spmm(const SparseMatrix& w, const SpmmArgs& a, int64_t rb0, int64_t rb1) {
   HWY_DYNAMIC_DISPATCH(SpmmImpl)(w, a, rb0, rb1);
@@ -632,7 +669,7 @@ void rows(const SparseMatrix& w, const RowsArgs& a, int64_t rb0, int64_t rb1) {
 }
 const char* simd_target_name() { return HWY_DYNAMIC_DISPATCH(TargetNameImpl)(); }
 int64_t spmm_lanes() { return HWY_DYNAMIC_DISPATCH(LanesImpl)(); }
-bool rows_tiles_fast() { return HWY_DYNAMIC_DISPATCH(TilesFastImpl)(); }
+int rows_tile_width() { return HWY_DYNAMIC_DISPATCH(TileWidthImpl)(); }
 
 }  // namespace cpu_sparse
 }  // namespace minnow

@@ -45,7 +45,7 @@ void rows_ref(const SparseMatrix& w, const RowsArgs& a, int64_t rb0, int64_t rb1
 }
 
 void rows_panels_ref(const SparseMatrix& w, const RowsArgs& a, int64_t p0, int64_t p1) {
-  constexpr int P = SparseMatrix::kPanel;
+  const int P = w.panel_slots();
   for (int64_t m = a.m0; m < a.m1; ++m) {
     const float* xr = a.x + m * a.ldx;
     float* yr = a.y + m * a.ldy;
@@ -58,7 +58,7 @@ void rows_panels_ref(const SparseMatrix& w, const RowsArgs& a, int64_t p0, int64
         for (int32_t t = w.panel_ptr[p]; t < w.panel_ptr[p + 1]; ++t) {
           if (w.tiled) {
             const float v = w.panel_val[t * P + r];
-            acc += v * xr[w.tile_xoff[t] + SparseMatrix::tile_lane(v)];
+            acc += v * xr[w.tile_xoff[t] + SparseMatrix::tile_lane(v, w.tile_width)];
             continue;
           }
           for (int c = 0; c < C; ++c)

@@ -134,31 +134,28 @@ void add_row_panels(SparseMatrix* m) {
 
 namespace {
 
-constexpr int kTileWidth = 8;  // x values one tiled step can reach (one 8-float vector)
-
-bool tiles_fit(const SparseMatrix& m) {
-  return m.shape == BlockShape{1, 1} && m.rows > 0 && m.cols >= kTileWidth &&
+// W below is the tile width: the x values one tiled step can reach (one vector of 8 or 16
+// floats), which is also the row slots of a panel.
+bool tiles_fit(const SparseMatrix& m, int W) {
+  return (W == 8 || W == 16) && m.shape == BlockShape{1, 1} && m.rows > 0 && m.cols >= W &&
          m.cols <= SparseMatrix::kMaxPanelCols;
 }
 
-// The aligned window of column k, what the row grouping compares rows by.
-int64_t window_of(int64_t k) { return k / kTileWidth; }
-
-// The rows of each tiled panel (kPanel slots per panel, -1 for padding). A panel takes as
+// The rows of each tiled panel (W slots per panel, -1 for padding). A panel takes as
 // many steps in a window as its fullest row has nonzeros there, so rows whose nonzeros
-// fall in the same windows belong together: greedily, a panel starts from the longest row
-// left and takes, seven times, the row (among the next kTilePool longest) that adds the
-// fewest steps. At 90 % random sparsity that saves 8-24 % of the steps over rows in order
+// fall in the same (aligned) windows belong together: greedily, a panel starts from the
+// longest row left and takes, W - 1 times, the row (among the next kTilePool longest) that
+// adds the fewest steps. At 90 % random sparsity that saves 8-24 % of the steps over rows in order
 // (mlp 300-100, lstm gates 512x128); structured patterns gain more.
 constexpr int64_t kTilePool = 128;
-std::vector<int32_t> tile_row_order(const SparseMatrix& m) {
-  constexpr int P = SparseMatrix::kPanel;
-  const int64_t rows = m.rows, windows = (m.cols + kTileWidth - 1) / kTileWidth;
+std::vector<int32_t> tile_row_order(const SparseMatrix& m, int W) {
+  const int P = W;
+  const int64_t rows = m.rows, windows = (m.cols + W - 1) / W;
   const int64_t panels = (rows + P - 1) / P;
-  std::vector<uint8_t> cnt(static_cast<size_t>(rows * windows), 0);  // nonzeros per (row, window) <= 8
+  std::vector<uint8_t> cnt(static_cast<size_t>(rows * windows), 0);  // nonzeros per (row, window) <= W
   for (int64_t n = 0; n < rows; ++n)
     for (int32_t b = m.row_ptr[n]; b < m.row_ptr[n + 1]; ++b)
-      ++cnt[static_cast<size_t>(n * windows + window_of(m.col[b]))];
+      ++cnt[static_cast<size_t>(n * windows + m.col[b] / W)];
   std::vector<int32_t> left(static_cast<size_t>(rows));
   std::iota(left.begin(), left.end(), 0);
   std::stable_sort(left.begin(), left.end(), [&](int32_t x, int32_t y) {
@@ -195,18 +192,18 @@ std::vector<int32_t> tile_row_order(const SparseMatrix& m) {
 }
 
 // Where a window may start for the columns [j, ...): its vector load must stay inside x.
-int64_t window_load_start(int64_t j, int64_t cols) { return std::min<int64_t>(j, cols - kTileWidth); }
+int64_t window_load_start(int64_t j, int64_t cols, int W) { return std::min<int64_t>(j, cols - W); }
 
-// Calls f(panel, j, i, steps) for the segments [j, i) of at most 8 columns that a panel's
+// Calls f(panel, j, i, steps) for the segments [j, i) of at most W columns that a panel's
 // steps read x in, in order, skipping empty ones; steps = the most nonzeros one row of the
 // panel (rows per `order`) has in the segment. The segments are chosen per panel, not
-// aligned to multiples of 8: a dynamic programme over the columns finds the cut with the
+// aligned to multiples of W: a dynamic programme over the columns finds the cut with the
 // least cost, a step in a pair counting 4 and a single one 5 (the pairs' shared x load).
 // Against aligned windows that is 6-13 % fewer steps at 90 % random sparsity (mlp and
 // lstm fc layers).
 template <class F>
-void for_each_tile(const SparseMatrix& m, const std::vector<int32_t>& order, F f) {
-  constexpr int P = SparseMatrix::kPanel;
+void for_each_tile(const SparseMatrix& m, const std::vector<int32_t>& order, int W, F f) {
+  const int P = W;
   const int64_t K = m.cols, panels = (m.rows + P - 1) / P;
   const size_t stride = static_cast<size_t>(K + 1);
   std::vector<int32_t> cs(static_cast<size_t>(P) * stride);  // per row slot: nonzeros before column k
@@ -225,7 +222,7 @@ void for_each_tile(const SparseMatrix& m, const std::vector<int32_t>& order, F f
     best[0] = 0;
     for (int64_t i = 1; i <= K; ++i) {
       best[static_cast<size_t>(i)] = -1;
-      for (int64_t j = i - 1; j >= std::max<int64_t>(0, i - kTileWidth); --j) {
+      for (int64_t j = i - 1; j >= std::max<int64_t>(0, i - W); --j) {
         int32_t c = 0;
         for (int r = 0; r < P; ++r) {
           const int32_t* row = cs.data() + static_cast<size_t>(r) * stride;
@@ -247,16 +244,16 @@ void for_each_tile(const SparseMatrix& m, const std::vector<int32_t>& order, F f
   }
 }
 
-// The float nearest v whose three lowest mantissa bits are `lane` (SparseMatrix::tiled):
-// one of the three candidates 8 units in the last place apart around v, same sign.
-float with_lane(float v, int lane) {
+// The float nearest v whose log2(W) lowest mantissa bits are `lane` (SparseMatrix::tiled):
+// one of the three candidates W units in the last place apart around v, same sign.
+float with_lane(float v, int lane, int W) {
   uint32_t bits;
   std::memcpy(&bits, &v, 4);
-  const uint32_t mag = bits & 0x7fffffffu, sign = bits & 0x80000000u;
-  uint32_t best = (mag & ~7u) | static_cast<uint32_t>(lane);
+  const uint32_t mag = bits & 0x7fffffffu, sign = bits & 0x80000000u, w = static_cast<uint32_t>(W);
+  uint32_t best = (mag & ~(w - 1)) | static_cast<uint32_t>(lane);
   auto dist = [&](uint32_t c) { return c > mag ? c - mag : mag - c; };
-  if (best >= 8 && dist(best - 8) < dist(best)) best -= 8;
-  if (best + 8 < 0x7f800000u && dist(best + 8) < dist(best)) best += 8;  // stay finite
+  if (best >= w && dist(best - w) < dist(best)) best -= w;
+  if (best + w < 0x7f800000u && dist(best + w) < dist(best)) best += w;  // stay finite
   bits = sign | best;
   float out;
   std::memcpy(&out, &bits, 4);
@@ -276,23 +273,23 @@ int64_t row_panel_steps(const SparseMatrix& m) {
   return steps;
 }
 
-int64_t row_tile_steps(const SparseMatrix& m) {
-  if (!tiles_fit(m)) return 0;
+int64_t row_tile_steps(const SparseMatrix& m, int width) {
+  if (!tiles_fit(m, width)) return 0;
   int64_t steps = 0;
-  for_each_tile(m, tile_row_order(m), [&](int64_t, int64_t, int64_t, int32_t s) { steps += s; });
+  for_each_tile(m, tile_row_order(m, width), width, [&](int64_t, int64_t, int64_t, int32_t s) { steps += s; });
   return steps;
 }
 
-void add_row_tiles(SparseMatrix* m) {
-  if (!tiles_fit(*m)) return;
-  constexpr int P = SparseMatrix::kPanel;
+void add_row_tiles(SparseMatrix* m, int width) {
+  if (!tiles_fit(*m, width)) return;
+  const int P = width;
   const int64_t panels = (m->rows + P - 1) / P;
-  m->panel_row = tile_row_order(*m);
+  m->panel_row = tile_row_order(*m, P);
   m->panel_col.clear();
   // One panel's steps, built window by window, then appended pairs first.
   struct Step {
     uint16_t x0;
-    float v[P];
+    float v[16];  // the first P used
   };
   std::vector<Step> steps, pairs, singles;
   std::vector<int32_t> next(P);  // per row slot: its next nonzero not placed yet
@@ -316,7 +313,7 @@ void add_row_tiles(SparseMatrix* m) {
     while (static_cast<int64_t>(m->panel_ptr.size()) <= upto)
       m->panel_ptr.push_back(static_cast<int32_t>(m->tile_xoff.size()));
   };
-  for_each_tile(*m, m->panel_row, [&](int64_t p, int64_t j, int64_t i, int32_t count) {
+  for_each_tile(*m, m->panel_row, P, [&](int64_t p, int64_t j, int64_t i, int32_t count) {
     if (p != cur) {
       flush(p);
       for (int r = 0; r < P; ++r) {
@@ -325,14 +322,14 @@ void add_row_tiles(SparseMatrix* m) {
       }
       cur = p;
     }
-    const int64_t x0 = window_load_start(j, m->cols);
+    const int64_t x0 = window_load_start(j, m->cols, P);
     steps.assign(static_cast<size_t>(count), Step{static_cast<uint16_t>(x0), {}});
     for (int r = 0; r < P; ++r) {
       const int32_t n = m->panel_row[static_cast<size_t>(p * P + r)];
       if (n < 0) continue;
       int32_t& b = next[static_cast<size_t>(r)];
       for (int32_t t = 0; b < m->row_ptr[n + 1] && m->col[b] < i; ++b, ++t)
-        steps[static_cast<size_t>(t)].v[r] = with_lane(m->values[static_cast<size_t>(b)], static_cast<int>(m->col[b] - x0));
+        steps[static_cast<size_t>(t)].v[r] = with_lane(m->values[static_cast<size_t>(b)], static_cast<int>(m->col[b] - x0), P);
     }
     const size_t even = steps.size() & ~size_t(1);
     pairs.insert(pairs.end(), steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(even));
@@ -340,15 +337,16 @@ void add_row_tiles(SparseMatrix* m) {
   });
   flush(panels);
   m->tiled = true;
+  m->tile_width = P;
 }
 
-void add_rows_layout(SparseMatrix* m, bool tiles_fast) {
-  if (tiles_fast && tiles_fit(*m)) {
+void add_rows_layout(SparseMatrix* m, int tile_width) {
+  if (tiles_fit(*m, tile_width)) {
     // Built once on a copy (row grouping and the window programme are the costly part of
     // preparing a tiled matrix) and kept if its steps cost less than the CSR panels'.
     SparseMatrix tiled = *m;
-    add_row_tiles(&tiled);
-    if (kTileStepCost * static_cast<double>(tiled.tile_xoff.size()) <
+    add_row_tiles(&tiled, tile_width);
+    if (tile_step_cost(tile_width) * static_cast<double>(tiled.tile_xoff.size()) <
         kPanelStepCost * static_cast<double>(row_panel_steps(*m))) {
       *m = std::move(tiled);
       return;

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,23 @@ extern const BlockShape kBlockShapes[4];
 // with zero weights instead, and the padded outputs are never stored).
 inline bool shape_fits(BlockShape s, int64_t /*rows*/, int64_t cols) { return cols % s.c == 0; }
 
+// Allocates on 64-byte boundaries (a cache line): the tiled kernels load a whole step,
+// 32 or 64 bytes, from panel_val, and a load that straddles two lines costs about twice
+// one that does not.
+template <class T>
+struct CacheLineAllocator {
+  using value_type = T;
+  CacheLineAllocator() = default;
+  template <class U>
+  CacheLineAllocator(const CacheLineAllocator<U>&) {}
+  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64))); }
+  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t(64)); }
+  template <class U>
+  bool operator==(const CacheLineAllocator<U>&) const { return true; }
+  template <class U>
+  bool operator!=(const CacheLineAllocator<U>&) const { return false; }
+};
+
 struct SparseMatrix {
   int64_t rows = 0, cols = 0;  // logical W[rows, cols]
   BlockShape shape;
@@ -50,7 +68,8 @@ struct SparseMatrix {
   static constexpr int kPanel = 8;
   std::vector<int32_t> panel_ptr;  // per panel: first step; size panels()+1 (empty: none)
   std::vector<int32_t> panel_row;  // per panel lane: output row, -1 for padding
-  std::vector<float> panel_val;    // per step: kPanel blocks of shape.c values, row-slot major
+  // per step: kPanel blocks of shape.c values, row-slot major
+  std::vector<float, CacheLineAllocator<float>> panel_val;
   // per step: kPanel first columns. 16 bits: a CSR step reads eight of them with two 64-bit
   // loads and takes them apart with shifts (ALU work) instead of eight loads, and loads,
   // not arithmetic, are what a batch-1 gather kernel is short of. Panels are built only
@@ -60,7 +79,7 @@ struct SparseMatrix {
 
   // Tiled panels (add_row_tiles, CSR only), the other batch-1 layout: panel_row holds the
   // rows of each panel (grouped so that their nonzeros fall in the same windows), and
-  // every lane of step t reads x in one window of eight columns, x[tile_xoff[t] + lane]
+  // every lane of step t reads x in one window of tile_width columns, x[tile_xoff[t] + lane]
   // (windows cut per panel where they cost least, not aligned; see for_each_tile):
   // the step loads those eight x values once and permutes them into place (one vpermps)
   // instead of eight scalar loads and shuffles. A panel takes, per window of eight columns,
@@ -72,13 +91,21 @@ struct SparseMatrix {
   // to the nearest float with those bits, at most 4 units in the last place (5e-7
   // relative), less than the rounding of the sums themselves; padding slots are exact
   // zeros (lane 0). panel_col stays empty.
+  // tile_width is the vector the kernel steps with: 8 (AVX2: panels of 8 rows, windows of
+  // 8 columns, 3 lane bits, as described) or 16 (AVX-512: panels of 16 rows, windows of 16
+  // columns, the lane in the 4 lowest bits, at most 8 units in the last place, 1e-6
+  // relative); panel_row then has tile_width slots per panel and a step tile_width weights.
   // A panel's steps come in two runs: first the pairs (two consecutive steps in the same
   // window, tile_pairs[p] steps in all, even), whose x window the kernel loads once for
   // both, then the steps left single (windows with an odd count).
   bool tiled = false;
-  std::vector<uint16_t> tile_xoff;   // per step: first column of its window (<= cols - 8)
+  int tile_width = 8;                // lanes of a tiled step (8 or 16)
+  std::vector<uint16_t> tile_xoff;   // per step: first column of its window (<= cols - tile_width)
   std::vector<int32_t> tile_pairs;   // per panel: steps in pairs at its start
-  static int tile_lane(float v);     // the lane a tiled weight reads: its 3 low bits
+  // The lane a tiled weight reads: its log2(width) low bits.
+  static int tile_lane(float v, int width);
+  // Row slots per panel of the batch-1 layout this matrix has.
+  int panel_slots() const { return tiled ? tile_width : kPanel; }
 
   int64_t block_rows() const { return (rows + shape.r - 1) / shape.r; }
   int64_t panels() const { return panel_ptr.empty() ? 0 : static_cast<int64_t>(panel_ptr.size()) - 1; }
@@ -95,10 +122,10 @@ struct SparseMatrix {
   }
 };
 
-inline int SparseMatrix::tile_lane(float v) {
+inline int SparseMatrix::tile_lane(float v, int width) {
   uint32_t bits;
   std::memcpy(&bits, &v, 4);
-  return static_cast<int>(bits & 7u);
+  return static_cast<int>(bits & static_cast<uint32_t>(width - 1));
 }
 
 // Fraction of R x C blocks of W (row-major [rows, cols]) that are entirely zero; rows
@@ -123,25 +150,32 @@ SparseMatrix pack_transposed(const float* w, int64_t rows, int64_t cols, int64_t
 // LSTM gates) runs on when present.
 void add_row_panels(SparseMatrix* m);
 
-// Builds tiled panels instead (see SparseMatrix::tiled) for a CSR matrix with 8 to
-// kMaxPanelCols columns; no-op otherwise. Replaces any row panels.
-void add_row_tiles(SparseMatrix* m);
+// Builds tiled panels of `width` lanes (8 or 16) instead (see SparseMatrix::tiled) for a
+// CSR matrix with `width` to kMaxPanelCols columns; no-op otherwise. Replaces any row
+// panels.
+void add_row_tiles(SparseMatrix* m, int width = 8);
 
 // Steps of each batch-1 layout of a CSR matrix, without building it: what the kernels'
 // cost comparison (add_rows_layout) weighs.
 int64_t row_panel_steps(const SparseMatrix& m);
-int64_t row_tile_steps(const SparseMatrix& m);
+int64_t row_tile_steps(const SparseMatrix& m, int width = 8);
 
 // The batch-1 layout for a matrix the rows-form kernels will run: row panels for CSR and
-// 1x4; for CSR, tiled panels instead where `tiles_fast` (the SIMD target has the tiled
-// kernel, rows_tiles_fast()) and their steps cost less by kTileStepCost / kPanelStepCost.
-void add_rows_layout(SparseMatrix* m, bool tiles_fast);
+// 1x4; for CSR, tiled panels of `tile_width` lanes instead where the SIMD target has a
+// tiled kernel of that width (rows_tile_width(); 0: none) and their steps cost less, by
+// tile_step_cost() against kPanelStepCost.
+void add_rows_layout(SparseMatrix* m, int tile_width);
 // Measured on Zen 3 (AVX2) with the kernels alone on one matrix, alternately (mlp 300-100
 // and 784-300, lstm gates 512x128 at 70-95 % random sparsity): ns per step of each kernel,
 // 2.3-2.5 for CSR panels, 0.6-0.9 for tiled ones (pairs included); fixed costs per panel
 // left out (they are alike).
 constexpr double kPanelStepCost = 2.4;
 constexpr double kTileStepCost = 0.65;
+// 16-lane tiled steps (AVX-512), in the same units: on a Xeon (Sapphire Rapids, one
+// 512-bit multiply-add port), the same way, 0.75-1.19 ns a step against 2.0-2.7 for its
+// CSR panels (8-lane tiles there: 0.49-0.79 ns, about twice the steps).
+constexpr double kTile16StepCost = 1.0;
+constexpr double tile_step_cost(int width) { return width == 16 ? kTile16StepCost : kTileStepCost; }
 
 }  // namespace cpu_sparse
 }  // namespace minnow

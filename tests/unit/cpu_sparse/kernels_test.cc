@@ -243,9 +243,10 @@ TEST_CASE("rows (fully connected form) matches the dense product") {
 
 TEST_CASE("tiled row panels match the dense product on odd shapes") {
   std::mt19937 rng(11);
-  const int64_t out_counts[] = {1, 7, 8, 9, 100, 129};
-  const int64_t in_counts[] = {8, 9, 13, 17, 64, 300, 301};
+  const int64_t out_counts[] = {1, 7, 8, 9, 17, 100, 129};
+  const int64_t in_counts[] = {8, 9, 13, 16, 17, 64, 300, 301};
   int cases = 0;
+  for (int W : {8, 16})
   for (BlockShape prune_shape : kPruneShapes)
     for (double sp : kSparsities)
       for (int64_t N : out_counts)
@@ -264,24 +265,30 @@ TEST_CASE("tiled row panels match the dense product on odd shapes") {
           const std::vector<float> want =
               rows_want(w, x, use_bias ? bias.data() : nullptr, y0, M, N, K, ldx, ldy, beta);
           SparseMatrix m = pack(w.data(), N, K, K, BlockShape{1, 1});
-          add_row_tiles(&m);
+          add_row_tiles(&m, W);
+          if (K < W) {  // no window fits: the matrix keeps its plain layout
+            CHECK_FALSE(m.tiled);
+            CHECK(row_tile_steps(m, W) == 0);
+            continue;
+          }
           REQUIRE(m.tiled);
-          REQUIRE(m.panels() == (N + SparseMatrix::kPanel - 1) / SparseMatrix::kPanel);
-          CHECK(static_cast<int64_t>(m.tile_xoff.size()) == row_tile_steps(m));
-          for (uint16_t x0 : m.tile_xoff) CHECK(x0 + 8 <= K);  // windows stay inside x
+          REQUIRE(m.tile_width == W);
+          REQUIRE(m.panels() == (N + W - 1) / W);
+          CHECK(static_cast<int64_t>(m.tile_xoff.size()) == row_tile_steps(m, W));
+          for (uint16_t x0 : m.tile_xoff) CHECK(x0 + W <= K);  // windows stay inside x
           // Every nonzero sits in one slot, at its row and (window + lane) column, its value
-          // within 4 units in the last place of the original; padding slots are exact zeros.
+          // within W/2 units in the last place of the original; padding slots are exact zeros.
           int64_t placed = 0;
           bool slots_ok = true;
           for (int64_t p = 0; p < m.panels(); ++p)
             for (int32_t t = m.panel_ptr[p]; t < m.panel_ptr[p + 1]; ++t)
-              for (int r = 0; r < 8; ++r) {
-                const float v = m.panel_val[size_t(t) * 8 + size_t(r)];
+              for (int r = 0; r < W; ++r) {
+                const float v = m.panel_val[size_t(t) * W + size_t(r)];
                 if (v == 0.0f) continue;
                 ++placed;
-                const int64_t n = m.panel_row[size_t(p * 8 + r)], k = m.tile_xoff[t] + SparseMatrix::tile_lane(v);
+                const int64_t n = m.panel_row[size_t(p * W + r)], k = m.tile_xoff[t] + SparseMatrix::tile_lane(v, W);
                 const float orig = n >= 0 && n < N && k < K ? w[n * K + k] : 0.0f;
-                if (orig == 0.0f || std::fabs(v - orig) > 4.0f * std::fabs(orig) / 8388608.0f)
+                if (orig == 0.0f || std::fabs(v - orig) > 0.5f * W * std::fabs(orig) / 8388608.0f)
                   slots_ok = false;
               }
           CHECK(slots_ok);
@@ -308,7 +315,7 @@ TEST_CASE("tiled row panels match the dense product on odd shapes") {
           const int64_t third = m.panels() / 3;
           rows(m, a, 0, third);
           rows(m, a, third, m.panels());
-          const std::string what = "tiles pruned " + prune_shape.str() + " sp " + std::to_string(sp) +
+          const std::string what = "tiles" + std::to_string(W) + " pruned " + prune_shape.str() + " sp " + std::to_string(sp) +
                                    " N" + std::to_string(N) + " K" + std::to_string(K) +
                                    " M" + std::to_string(M);
           expect_close(got_ref, want, what + " (ref)");
@@ -316,19 +323,24 @@ TEST_CASE("tiled row panels match the dense product on odd shapes") {
           // The layout choice keeps CSR panels where they cost less, and never tiles on a
           // target without the tiled kernel.
           SparseMatrix c = pack(w.data(), N, K, K, BlockShape{1, 1});
-          add_rows_layout(&c, false);
+          add_rows_layout(&c, 0);
           CHECK_FALSE(c.tiled);
-          add_rows_layout(&c, true);
-          CHECK(c.tiled == (kTileStepCost * double(row_tile_steps(c)) <
+          add_rows_layout(&c, W);
+          CHECK(c.tiled == (tile_step_cost(W) * double(row_tile_steps(c, W)) <
                             kPanelStepCost * double(row_panel_steps(c))));
+          if (c.tiled) CHECK(c.tile_width == W);
         }
-  CHECK(cases > 300);
-  // Fewer than eight columns: no window fits, the matrix keeps its plain layout.
-  auto w = random_vec(5 * 7, rng);
-  SparseMatrix m = pack(w.data(), 5, 7, 7, BlockShape{1, 1});
-  add_row_tiles(&m);
-  CHECK_FALSE(m.tiled);
-  CHECK(row_tile_steps(m) == 0);
+  CHECK(cases > 600);
+  // The panel storage the tiled kernels load whole steps from starts on a cache line.
+  auto w = random_vec(40 * 64, rng);
+  SparseMatrix m = pack(w.data(), 40, 64, 64, BlockShape{1, 1});
+  add_row_tiles(&m, 16);
+  REQUIRE(m.tiled);
+  CHECK(reinterpret_cast<uintptr_t>(m.panel_val.data()) % 64 == 0);
+  // Widths without a kernel are not built.
+  SparseMatrix o = pack(w.data(), 40, 64, 64, BlockShape{1, 1});
+  add_row_tiles(&o, 4);
+  CHECK_FALSE(o.tiled);
 }
 
 TEST_CASE("the pruning helper reaches the sparsity asked for") {
