@@ -155,8 +155,26 @@ HWY_NOINLINE void Spmm1Strip(const SparseMatrix& w, const SpmmArgs& a, int64_t r
   }
 }
 
+// Output rows per pass over the strips (Spmm1; Spmm4 runs a block row's strips together
+// already). With every row of a large layer
+// in one pass (mobilenet_v2's 144 x 56x56), a strip stores into 144 rows 12.5 KB apart and
+// each line is fetched for ownership on its own; 16 rows at a time are 16 long runs of
+// stores that the hardware prefetchers follow. 144 x 56x56 from 24 channels at 90 % with
+// the caches cold (as in a model, after other layers): 84-87 against 150-155 us (Xeon,
+// kernel alone); warm, within 3 %. The x strips are read again per pass, from L2.
+constexpr int64_t kSpmmRowBlock = 16;
+
+template <int C>
+HWY_NOINLINE void Spmm1Rows(const SparseMatrix& w, const SpmmArgs& a, int64_t rb0, int64_t rb1);
+
 template <int C>
 HWY_NOINLINE void Spmm1(const SparseMatrix& w, const SpmmArgs& a, int64_t rb0, int64_t rb1) {
+  for (int64_t r = rb0; r < rb1; r += kSpmmRowBlock)
+    Spmm1Rows<C>(w, a, r, std::min(rb1, r + kSpmmRowBlock));
+}
+
+template <int C>
+HWY_NOINLINE void Spmm1Rows(const SparseMatrix& w, const SpmmArgs& a, int64_t rb0, int64_t rb1) {
   const hn::ScalableTag<float> d;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   bool padded = false;
