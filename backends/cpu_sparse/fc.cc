@@ -60,7 +60,7 @@ class FcKernel final : public SparseKernel {
         w_(fw.transposed ? pack_transposed(fw.data, fw.n, fw.k, fw.n, lc.shape, fw.alpha)
                          : pack(fw.data, fw.n, fw.k, fw.k, lc.shape, fw.alpha)) {
     add_rows_layout(&w_, rows_tile_width());  // batch 1: row panels or tiles (sparse_matrix.h)
-    if (w_.tiled) set_name(tiled_fc_kernel_name(w_.tile_width));
+    if (w_.tiled) set_name(tiled_fc_kernel_name(w_));
   }
 
   double flops(const mn_tensor* in, int, const mn_tensor*, int) const override {

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 HWY_BEFORE_NAMESPACE();
 namespace minnow {
@@ -683,6 +684,22 @@ void spmm(const SparseMatrix& w, const SpmmArgs& a, int64_t rb0, int64_t rb1) {
   HWY_DYNAMIC_DISPATCH(SpmmImpl)(w, a, rb0, rb1);
 }
 void rows(const SparseMatrix& w, const RowsArgs& a, int64_t rb0, int64_t rb1) {
+  if (w.tiled && w.tile_interleave > 1 && a.m1 > a.m0) {
+    // The tiles read x de-interleaved (SparseMatrix::tile_interleave): reordered here, a few
+    // hundred floats a row against the whole layer's work, into a per-thread buffer that
+    // is allocated by the first call only (it grows to the largest M x cols seen).
+    thread_local std::vector<float, CacheLineAllocator<float>> xs;
+    const int64_t M = a.m1 - a.m0, K = w.cols;
+    if (xs.size() < static_cast<size_t>(M * K)) xs.resize(static_cast<size_t>(M * K));
+    for (int64_t m = 0; m < M; ++m) deinterleave_x(a.x + (a.m0 + m) * a.ldx, K, w.tile_interleave, xs.data() + m * K);
+    RowsArgs b = a;
+    b.x = xs.data();
+    b.ldx = K;
+    b.m0 = 0;
+    b.m1 = M;
+    b.y = a.y + a.m0 * a.ldy;
+    return HWY_DYNAMIC_DISPATCH(RowsImpl)(w, b, rb0, rb1);
+  }
   HWY_DYNAMIC_DISPATCH(RowsImpl)(w, a, rb0, rb1);
 }
 const char* simd_target_name() { return HWY_DYNAMIC_DISPATCH(TargetNameImpl)(); }

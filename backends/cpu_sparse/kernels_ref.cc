@@ -58,7 +58,9 @@ void rows_panels_ref(const SparseMatrix& w, const RowsArgs& a, int64_t p0, int64
         for (int32_t t = w.panel_ptr[p]; t < w.panel_ptr[p + 1]; ++t) {
           if (w.tiled) {
             const float v = w.panel_val[t * P + r];
-            acc += v * xr[w.tile_xoff[t] + SparseMatrix::tile_lane(v, w.tile_width)];
+            const int64_t q = w.tile_xoff[t] + SparseMatrix::tile_lane(v, w.tile_width);
+            const int64_t part = w.cols / w.tile_interleave;  // q's column before interleaving
+            acc += v * xr[(q % part) * w.tile_interleave + q / part];
             continue;
           }
           for (int c = 0; c < C; ++c)

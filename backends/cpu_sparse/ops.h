@@ -24,10 +24,11 @@ std::string node_label(const Node& node);  // "node 'x' (Op)"
 
 // Name of the kernel for a kind and block shape, static storage ("f32_sparse_fc_1x4").
 const char* kernel_name(Kind kind, BlockShape shape);
-// The kernel name of a fully connected layer on tiled CSR panels (SparseMatrix::tiled) of
-// `width` lanes.
-inline const char* tiled_fc_kernel_name(int width) {
-  return width == 16 ? "f32_sparse_fc_csr_tiled16__avx512" : "f32_sparse_fc_csr_tiled8__avx2";
+// The kernel name of a fully connected layer on tiled panels (SparseMatrix::tiled).
+inline const char* tiled_fc_kernel_name(const SparseMatrix& w) {
+  if (w.tile_interleave == 4)
+    return w.tile_width == 16 ? "f32_sparse_fc_1x4_tiled16__avx512" : "f32_sparse_fc_1x4_tiled8__avx2";
+  return w.tile_width == 16 ? "f32_sparse_fc_csr_tiled16__avx512" : "f32_sparse_fc_csr_tiled8__avx2";
 }
 
 // Block rows per parallel_for chunk so one chunk is about 64k multiply-adds.

@@ -27,7 +27,7 @@ void* prepare_weights(const float* w, int64_t n, int64_t k, double* cost_per_row
       *cost_per_row = 2.0 * static_cast<double>(n) * static_cast<double>(k) * kDenseNsPerFlop * lc.ratio;
     std::unique_ptr<Handle> h(new Handle{pack(w, n, k, k, lc.shape), kernel_name(Kind::kFc, lc.shape)});
     add_rows_layout(&h->w, rows_tile_width());
-    if (h->w.tiled) h->name = tiled_fc_kernel_name(h->w.tile_width);
+    if (h->w.tiled) h->name = tiled_fc_kernel_name(h->w);
     return h.release();
   } catch (...) {  // nothing may cross the C boundary; declining is always safe
     return nullptr;

@@ -137,8 +137,37 @@ namespace {
 // W below is the tile width: the x values one tiled step can reach (one vector of 8 or 16
 // floats), which is also the row slots of a panel.
 bool tiles_fit(const SparseMatrix& m, int W) {
-  return (W == 8 || W == 16) && m.shape == BlockShape{1, 1} && m.rows > 0 && m.cols >= W &&
-         m.cols <= SparseMatrix::kMaxPanelCols;
+  return (W == 8 || W == 16) && (m.shape == BlockShape{1, 1} || m.shape == BlockShape{1, 4}) &&
+         m.rows > 0 && m.cols >= W && m.cols <= SparseMatrix::kMaxPanelCols;
+}
+
+// The CSR matrix the tiles of a 1xC matrix are built from (SparseMatrix::tile_interleave):
+// its nonzeros, column k moved to (k % C) * (cols / C) + k / C; zeros inside kept blocks
+// dropped. A CSR matrix is returned as it is.
+SparseMatrix tile_source(const SparseMatrix& m) {
+  const int C = m.shape.c;
+  if (C == 1) return m;
+  const int64_t part = m.cols / C;
+  SparseMatrix v;
+  v.rows = m.rows;
+  v.cols = m.cols;
+  v.row_ptr.assign(1, 0);
+  std::vector<std::pair<int32_t, float>> row;
+  for (int64_t n = 0; n < m.rows; ++n) {
+    row.clear();
+    for (int32_t b = m.row_ptr[n]; b < m.row_ptr[n + 1]; ++b)
+      for (int e = 0; e < C; ++e) {
+        const float x = m.values[static_cast<size_t>(b) * C + e];
+        if (x != 0.0f) row.emplace_back(static_cast<int32_t>(e * part + m.col[b] / C), x);
+      }
+    std::sort(row.begin(), row.end());
+    for (const auto& [k, x] : row) {
+      v.col.push_back(k);
+      v.values.push_back(x);
+    }
+    v.row_ptr.push_back(static_cast<int32_t>(v.col.size()));
+  }
+  return v;
 }
 
 // The rows of each tiled panel (W slots per panel, -1 for padding). A panel takes as
@@ -275,13 +304,16 @@ int64_t row_panel_steps(const SparseMatrix& m) {
 
 int64_t row_tile_steps(const SparseMatrix& m, int width) {
   if (!tiles_fit(m, width)) return 0;
+  const SparseMatrix v = tile_source(m);
   int64_t steps = 0;
-  for_each_tile(m, tile_row_order(m, width), width, [&](int64_t, int64_t, int64_t, int32_t s) { steps += s; });
+  for_each_tile(v, tile_row_order(v, width), width, [&](int64_t, int64_t, int64_t, int32_t s) { steps += s; });
   return steps;
 }
 
-void add_row_tiles(SparseMatrix* m, int width) {
-  if (!tiles_fit(*m, width)) return;
+namespace {
+
+// The tiled panels of CSR matrix m (add_row_tiles).
+void build_tiles(SparseMatrix* m, int width) {
   const int P = width;
   const int64_t panels = (m->rows + P - 1) / P;
   m->panel_row = tile_row_order(*m, P);
@@ -340,14 +372,43 @@ void add_row_tiles(SparseMatrix* m, int width) {
   m->tile_width = P;
 }
 
+}  // namespace
+
+void add_row_tiles(SparseMatrix* m, int width) {
+  if (!tiles_fit(*m, width)) return;
+  if (m->shape.c == 1) {
+    build_tiles(m, width);
+    m->tile_interleave = 1;
+    return;
+  }
+  SparseMatrix v = tile_source(*m);
+  build_tiles(&v, width);
+  m->panel_ptr = std::move(v.panel_ptr);
+  m->panel_row = std::move(v.panel_row);
+  m->panel_val = std::move(v.panel_val);
+  m->panel_col.clear();
+  m->tile_xoff = std::move(v.tile_xoff);
+  m->tile_pairs = std::move(v.tile_pairs);
+  m->tiled = true;
+  m->tile_width = width;
+  m->tile_interleave = m->shape.c;
+}
+
+void deinterleave_x(const float* x, int64_t cols, int c, float* out) {
+  const int64_t part = cols / c;
+  for (int e = 0; e < c; ++e)
+    for (int64_t j = 0; j < part; ++j) out[e * part + j] = x[j * c + e];
+}
+
 void add_rows_layout(SparseMatrix* m, int tile_width) {
   if (tiles_fit(*m, tile_width)) {
     // Built once on a copy (row grouping and the window programme are the costly part of
-    // preparing a tiled matrix) and kept if its steps cost less than the CSR panels'.
+    // preparing a tiled matrix) and kept if its steps cost less than the row panels'.
     SparseMatrix tiled = *m;
     add_row_tiles(&tiled, tile_width);
+    const double panel_cost = m->shape.c == 1 ? kPanelStepCost : kPanel4StepCost;
     if (tile_step_cost(tile_width) * static_cast<double>(tiled.tile_xoff.size()) <
-        kPanelStepCost * static_cast<double>(row_panel_steps(*m))) {
+        panel_cost * static_cast<double>(row_panel_steps(*m))) {
       *m = std::move(tiled);
       return;
     }

@@ -98,8 +98,15 @@ struct SparseMatrix {
   // A panel's steps come in two runs: first the pairs (two consecutive steps in the same
   // window, tile_pairs[p] steps in all, even), whose x window the kernel loads once for
   // both, then the steps left single (windows with an odd count).
+  // Tiles of a 1x4 matrix (tile_interleave = 4) are built from its nonzeros as CSR, but
+  // over x de-interleaved by 4 (deinterleave_x: x[0], x[4], x[8] ..., x[1], x[5] ...),
+  // column k at (k % 4) * (cols / 4) + k / 4: the elements of a block then fall in four
+  // different windows, each spread like unstructured nonzeros, and a window of 16 columns
+  // no longer holds up to 16 nonzeros of one row (four blocks) while its other rows hold
+  // none. The kernel reads x in that order (rows() reorders it per call).
   bool tiled = false;
   int tile_width = 8;                // lanes of a tiled step (8 or 16)
+  int tile_interleave = 1;           // 1: x as it is; 4: de-interleaved by 4 (1x4 blocks)
   std::vector<uint16_t> tile_xoff;   // per step: first column of its window (<= cols - tile_width)
   std::vector<int32_t> tile_pairs;   // per panel: steps in pairs at its start
   // The lane a tiled weight reads: its log2(width) low bits.
@@ -151,25 +158,32 @@ SparseMatrix pack_transposed(const float* w, int64_t rows, int64_t cols, int64_t
 void add_row_panels(SparseMatrix* m);
 
 // Builds tiled panels of `width` lanes (8 or 16) instead (see SparseMatrix::tiled) for a
-// CSR matrix with `width` to kMaxPanelCols columns; no-op otherwise. Replaces any row
-// panels.
+// CSR or 1x4 matrix with `width` to kMaxPanelCols columns; no-op otherwise. Replaces any
+// row panels.
 void add_row_tiles(SparseMatrix* m, int width = 8);
 
-// Steps of each batch-1 layout of a CSR matrix, without building it: what the kernels'
-// cost comparison (add_rows_layout) weighs.
+// x in the order the tiles of a matrix with tile_interleave c read it: out[e * cols/c + j]
+// = x[j * c + e] (cols a multiple of c).
+void deinterleave_x(const float* x, int64_t cols, int c, float* out);
+
+// Steps of each batch-1 layout of a CSR or 1x4 matrix, without building it: what the
+// kernels' cost comparison (add_rows_layout) weighs.
 int64_t row_panel_steps(const SparseMatrix& m);
 int64_t row_tile_steps(const SparseMatrix& m, int width = 8);
 
 // The batch-1 layout for a matrix the rows-form kernels will run: row panels for CSR and
-// 1x4; for CSR, tiled panels of `tile_width` lanes instead where the SIMD target has a
-// tiled kernel of that width (rows_tile_width(); 0: none) and their steps cost less, by
-// tile_step_cost() against kPanelStepCost.
+// 1x4, or tiled panels of `tile_width` lanes instead where the SIMD target has a tiled
+// kernel of that width (rows_tile_width(); 0: none) and their steps cost less, by
+// tile_step_cost() against kPanelStepCost (CSR) or kPanel4StepCost (1x4).
 void add_rows_layout(SparseMatrix* m, int tile_width);
 // Measured on Zen 3 (AVX2) with the kernels alone on one matrix, alternately (mlp 300-100
 // and 784-300, lstm gates 512x128 at 70-95 % random sparsity): ns per step of each kernel,
 // 2.3-2.5 for CSR panels, 0.6-0.9 for tiled ones (pairs included); fixed costs per panel
 // left out (they are alike).
 constexpr double kPanelStepCost = 2.4;
+// 1x4 panel steps (eight blocks), the same way: 2.3-3.5 ns on the Xeon, where its 16-lane
+// tiles of 1x4 matrices take 0.68-1.39 ns a step; 3.0-3.4 ns on Zen 3.
+constexpr double kPanel4StepCost = 3.0;
 constexpr double kTileStepCost = 0.65;
 // 16-lane tiled steps (AVX-512), in the same units: on a Xeon (Sapphire Rapids, one
 // 512-bit multiply-add port), the same way, 0.75-1.19 ns a step against 2.0-2.7 for its

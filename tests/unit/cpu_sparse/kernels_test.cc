@@ -264,7 +264,9 @@ TEST_CASE("tiled row panels match the dense product on odd shapes") {
           auto y0 = random_vec(M * ldy, rng);
           const std::vector<float> want =
               rows_want(w, x, use_bias ? bias.data() : nullptr, y0, M, N, K, ldx, ldy, beta);
-          SparseMatrix m = pack(w.data(), N, K, K, BlockShape{1, 1});
+          // Stored as CSR, or as 1x4 blocks (tiles over x de-interleaved by 4) when K allows.
+          const BlockShape store = K % 4 == 0 && cases % 2 == 0 ? BlockShape{1, 4} : BlockShape{1, 1};
+          SparseMatrix m = pack(w.data(), N, K, K, store);
           add_row_tiles(&m, W);
           if (K < W) {  // no window fits: the matrix keeps its plain layout
             CHECK_FALSE(m.tiled);
@@ -273,6 +275,7 @@ TEST_CASE("tiled row panels match the dense product on odd shapes") {
           }
           REQUIRE(m.tiled);
           REQUIRE(m.tile_width == W);
+          REQUIRE(m.tile_interleave == store.c);
           REQUIRE(m.panels() == (N + W - 1) / W);
           CHECK(static_cast<int64_t>(m.tile_xoff.size()) == row_tile_steps(m, W));
           for (uint16_t x0 : m.tile_xoff) CHECK(x0 + W <= K);  // windows stay inside x
@@ -286,13 +289,14 @@ TEST_CASE("tiled row panels match the dense product on odd shapes") {
                 const float v = m.panel_val[size_t(t) * W + size_t(r)];
                 if (v == 0.0f) continue;
                 ++placed;
-                const int64_t n = m.panel_row[size_t(p * W + r)], k = m.tile_xoff[t] + SparseMatrix::tile_lane(v, W);
+                const int64_t n = m.panel_row[size_t(p * W + r)], q = m.tile_xoff[t] + SparseMatrix::tile_lane(v, W);
+                const int64_t k = (q % (K / store.c)) * store.c + q / (K / store.c);  // before de-interleaving
                 const float orig = n >= 0 && n < N && k < K ? w[n * K + k] : 0.0f;
                 if (orig == 0.0f || std::fabs(v - orig) > 0.5f * W * std::fabs(orig) / 8388608.0f)
                   slots_ok = false;
               }
           CHECK(slots_ok);
-          CHECK(placed == m.blocks());
+          CHECK(placed == std::count_if(w.begin(), w.end(), [](float v) { return v != 0.0f; }));
           // Paired steps (the panel's first tile_pairs[p]) share their x window two by two.
           bool pairs_ok = m.tile_pairs.size() == size_t(m.panels());
           for (int64_t p = 0; pairs_ok && p < m.panels(); ++p) {
@@ -315,19 +319,19 @@ TEST_CASE("tiled row panels match the dense product on odd shapes") {
           const int64_t third = m.panels() / 3;
           rows(m, a, 0, third);
           rows(m, a, third, m.panels());
-          const std::string what = "tiles" + std::to_string(W) + " pruned " + prune_shape.str() + " sp " + std::to_string(sp) +
+          const std::string what = "tiles" + std::to_string(W) + " of " + store.str() + " pruned " + prune_shape.str() + " sp " + std::to_string(sp) +
                                    " N" + std::to_string(N) + " K" + std::to_string(K) +
                                    " M" + std::to_string(M);
           expect_close(got_ref, want, what + " (ref)");
           expect_close(got, want, what + " (simd)");
           // The layout choice keeps CSR panels where they cost less, and never tiles on a
           // target without the tiled kernel.
-          SparseMatrix c = pack(w.data(), N, K, K, BlockShape{1, 1});
+          SparseMatrix c = pack(w.data(), N, K, K, store);
           add_rows_layout(&c, 0);
           CHECK_FALSE(c.tiled);
           add_rows_layout(&c, W);
           CHECK(c.tiled == (tile_step_cost(W) * double(row_tile_steps(c, W)) <
-                            kPanelStepCost * double(row_panel_steps(c))));
+                            (store.c == 1 ? kPanelStepCost : kPanel4StepCost) * double(row_panel_steps(c))));
           if (c.tiled) CHECK(c.tile_width == W);
         }
   CHECK(cases > 600);
