@@ -684,10 +684,12 @@ void spmm(const SparseMatrix& w, const SpmmArgs& a, int64_t rb0, int64_t rb1) {
   HWY_DYNAMIC_DISPATCH(SpmmImpl)(w, a, rb0, rb1);
 }
 void rows(const SparseMatrix& w, const RowsArgs& a, int64_t rb0, int64_t rb1) {
-  if (w.tiled && w.tile_interleave > 1 && a.m1 > a.m0) {
-    // The tiles read x de-interleaved (SparseMatrix::tile_interleave): reordered here, a few
-    // hundred floats a row against the whole layer's work, into a per-thread buffer that
-    // is allocated by the first call only (it grows to the largest M x cols seen).
+  if (w.tiled && w.tile_interleave > 1 && a.m1 > a.m0 && w.tile_width <= rows_tile_width()) {
+    // The tiled kernel reads x de-interleaved (SparseMatrix::tile_interleave): reordered
+    // here, a few hundred floats a row against the whole layer's work, into a per-thread
+    // buffer that is allocated by the first call only (it grows to the largest M x cols
+    // seen). Without a tiled kernel of that width (rows_tile_width() is the widest; AVX-512
+    // has 8 and 16) the reference runs, on x as it is.
     thread_local std::vector<float, CacheLineAllocator<float>> xs;
     const int64_t M = a.m1 - a.m0, K = w.cols;
     if (xs.size() < static_cast<size_t>(M * K)) xs.resize(static_cast<size_t>(M * K));

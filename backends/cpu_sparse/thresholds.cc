@@ -30,7 +30,7 @@ namespace {
 // runs), 12:15 (CSR panels: fc CSR break-even 83 %, fit only), 11:42 (single-run samples),
 // before the strip / panel kernels (fc / 1x1 at 18-88 %), 2025-05 against the scalar
 // reference dense kernels.
-const Calibration kTable[] = {
+const Calibration kTableAvx2[] = {
     {Kind::kFc, {1, 1}, 0.2870, 1.4117, 0.55},  // fit 49%; measured: lstm_fc_gates_512x128 54%, mlp_fc_300-100 55%, mlp_fc_784-300 45%
     {Kind::kFc, {1, 4}, 0.1616, 1.5827, 0.56},  // fit 47%; measured: lstm_fc_gates_512x128 56%, mlp_fc_300-100 50%, mlp_fc_784-300 40%
     {Kind::kFc, {4, 1}, 0.1298, 2.3213, 0.66},  // fit 63%; measured: lstm_fc_gates_512x128 66%, mlp_fc_300-100 61%, mlp_fc_784-300 56%
@@ -43,6 +43,31 @@ const Calibration kTable[] = {
     {Kind::kConvIm2col, {1, 4}, 1.5333, 0.8210, 1.00},  // fit 150%; measured: conv3x3_28x28x32-32 100%
     {Kind::kConvIm2col, {4, 1}, 1.5260, 0.7249, 1.00},  // fit 150%; measured: conv3x3_28x28x32-32 100%
     {Kind::kConvIm2col, {1, 8}, 1.3517, 1.0769, 1.00},  // fit 133%; measured: conv3x3_28x28x32-32 100%
+};
+
+// The same on an AVX-512 machine (Highway target AVX3: 16-lane tiles, see sparse_matrix.h),
+// measured the same way (three consecutive `RUNS=41 bench/sparse.sh build`, median r0 and
+// slope, highest break-even) on 2026-12-02 04:51-04:56 UTC, Intel Xeon (Sapphire Rapids,
+// 2 cores, one 512-bit FMA port: 87 GFLOP/s a core in zmm, 95 in ymm), load ~1, against
+// cpu_dense's AVX-512 kernels, with the 16-lane tiles (CSR and de-interleaved 1x4) and the
+// 1xC convolution writing 16 rows per pass. Examples (dense/sparse, three runs): lstm gates
+// 512x128 CSR 90 %: 2.77x 2.77x 2.80x, 1x4 70 %: 1.93x 1.86x 1.91x, 1x4 50 %: 1.40x 1.38x
+// 1.38x; fc 300-100 1x4 70 %: 1.59x 1.49x 1.64x; mbv2 1x1 56x56x24-144 CSR 90 %: 2.28x 2.35x
+// 2.30x. Every fc and 1x1 layer already ran faster sparse at 30 % (the lowest point) in 1x1
+// and 1x4 blocks; 4x1 and 1x8 fc break even at 73 % / 68 %.
+const Calibration kTableAvx512[] = {
+    {Kind::kFc, {1, 1}, 0.1989, 1.0813, 0.30},  // fit 27%; measured: lstm_fc_gates_512x128 30%, mlp_fc_300-100 30%, mlp_fc_784-300 30%
+    {Kind::kFc, {1, 4}, 0.1773, 1.1472, 0.30},  // fit 28%; measured: lstm_fc_gates_512x128 30%, mlp_fc_300-100 30%, mlp_fc_784-300 30%
+    {Kind::kFc, {4, 1}, 0.0622, 3.2673, 0.73},  // fit 71%; measured: lstm_fc_gates_512x128 73%, mlp_fc_300-100 67%, mlp_fc_784-300 72%
+    {Kind::kFc, {1, 8}, 0.2033, 1.9341, 0.68},  // fit 59%; measured: lstm_fc_gates_512x128 68%, mlp_fc_784-300 50%
+    {Kind::kConv1x1, {1, 1}, 0.1738, 1.0380, 0.30},  // fit 21%; measured: every mbv2 1x1 layer 30%
+    {Kind::kConv1x1, {1, 4}, 0.1775, 1.0100, 0.30},  // fit 18%; measured: every mbv2 1x1 layer 30%
+    {Kind::kConv1x1, {4, 1}, 0.1795, 0.8106, 0.30},  // fit 2%; measured: every mbv2 1x1 layer 30%
+    {Kind::kConv1x1, {1, 8}, 0.1847, 1.0008, 0.30},  // fit 19%; measured: every mbv2 1x1 layer 30%
+    {Kind::kConvIm2col, {1, 1}, 2.8760, 1.4495, 1.00},  // fit 224%; measured: conv3x3_28x28x32-32 100%
+    {Kind::kConvIm2col, {1, 4}, 2.8763, 1.4337, 1.00},  // fit 247%; measured: conv3x3_28x28x32-32 100%
+    {Kind::kConvIm2col, {4, 1}, 2.9315, 0.7301, 1.00},  // fit 358%; measured: conv3x3_28x28x32-32 100%
+    {Kind::kConvIm2col, {1, 8}, 2.8711, 1.4741, 1.00},  // fit 227%; measured: conv3x3_28x28x32-32 100%
 };
 
 std::string pct(double v) {
@@ -78,6 +103,15 @@ int64_t count_zeros(const float* w, int64_t n, bool until_nonzero) {
 
 }  // namespace
 
+bool cpu_has_avx512() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw");
+#else
+  return false;
+#endif
+}
+
 const char* kind_name(Kind k) {
   switch (k) {
     case Kind::kFc: return "fc";
@@ -87,7 +121,12 @@ const char* kind_name(Kind k) {
 }
 
 const Calibration* calibration(Kind kind, BlockShape shape) {
-  for (const Calibration& c : kTable)
+  // The table of the SIMD target the kernels run with: AVX-512 has its own kernels (16-lane
+  // tiles) and was measured apart; every other target uses the AVX2 machine's table. Asked
+  // of the CPU directly (the features Highway's AVX3 target needs), not of the kernels:
+  // the transforms compile this file without them (block=auto ranks shapes by it).
+  static const bool avx512 = cpu_has_avx512();
+  for (const Calibration& c : avx512 ? kTableAvx512 : kTableAvx2)
     if (c.kind == kind && c.shape == shape) return &c;
   return nullptr;
 }

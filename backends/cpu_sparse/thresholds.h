@@ -24,6 +24,9 @@ enum class Kind {
 };
 const char* kind_name(Kind k);
 
+// Whether this CPU runs the AVX-512 kernels (the table the bids use follows it).
+bool cpu_has_avx512();
+
 struct Calibration {
   Kind kind;
   BlockShape shape;

@@ -5,6 +5,7 @@
 #include "transform_test_util.h"
 
 #include <block_prune.h>
+#include <thresholds.h>
 #include <dataset.h>
 #include <encode.h>
 #include <evaluate.h>
@@ -12,6 +13,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <cstring>
@@ -269,12 +271,24 @@ TEST_CASE("prune block=RxC zeroes whole blocks of the kernels' W[out, in], by me
   auto au = xform("prune", in, {{"sparsity", "0.9"}, {"scope", "layer"}, {"block", "auto"}, {"block_tolerance", "10"}});
   Tensor a1 = weight(au, "w1");
   CHECK(zero_fraction(a1) == doctest::Approx(0.9).epsilon(0.02));
-  // With a tolerance of 10 any block shape qualifies; the cost model prefers blocks at 90 %.
-  CHECK((whole_blocks(a1, {48, 64, false}, 1, 4) || whole_blocks(a1, {48, 64, false}, 4, 1)));
-  // ... which unstructured pruning does not give.
+  // With a tolerance of 10 any block shape qualifies, and the cost model (the table of
+  // this CPU, thresholds.cc) decides: blocks where it predicts one over 10 % faster than CSR
+  // at 90 % (the AVX2 table: 1x4 0.32 against 0.43), else the unstructured mask (the
+  // AVX-512 table, where CSR is as fast: 0.31 against 0.29).
   Tensor u1 = weight(xform("prune", in, {{"sparsity", "0.9"}, {"scope", "layer"}}), "w1");
-  CHECK_FALSE(whole_blocks(u1, {48, 64, false}, 1, 4));
+  CHECK_FALSE(whole_blocks(u1, {48, 64, false}, 1, 4));  // which unstructured pruning does not give
   CHECK_FALSE(whole_blocks(u1, {48, 64, false}, 4, 1));
+  using cpu_sparse::Kind;
+  const double csr_ratio = cpu_sparse::predicted_ratio(Kind::kFc, {1, 1}, 0.9);
+  double block_ratio = 1e9;
+  for (cpu_sparse::BlockShape s : {cpu_sparse::BlockShape{1, 4}, cpu_sparse::BlockShape{4, 1}, cpu_sparse::BlockShape{1, 8}})
+    block_ratio = std::min(block_ratio, cpu_sparse::predicted_ratio(Kind::kFc, s, 0.9));
+  if (1.1 * block_ratio < csr_ratio) {
+    CHECK((whole_blocks(a1, {48, 64, false}, 1, 4) || whole_blocks(a1, {48, 64, false}, 4, 1) ||
+           whole_blocks(a1, {48, 64, false}, 1, 8)));
+  } else {
+    CHECK(std::memcmp(a1.data<float>(), u1.data<float>(), size_t(a1.elements()) * sizeof(float)) == 0);
+  }
 
   auto bad = engine()->transform("prune", in, {{"sparsity", "0.5"}, {"block", "3x3"}});
   REQUIRE_FALSE(bad.is_ok());
