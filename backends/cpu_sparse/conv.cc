@@ -145,6 +145,7 @@ class ConvKernel final : public SparseKernel {
         // rows padded to whole vectors, so the kernel's last vector runs in SIMD too (the
         // copy is ~2 % of the multiply at 70 % sparsity; scalar tails cost far more).
         SpmmArgs args{xn, P, P, bias, 0.0f, yn, P};
+        clamp_into(&args);
         const size_t pb = padded_bytes(P);
         if (pb && ctx.scratch() && ctx.scratch_size() >= pb) {
           const int64_t ld = static_cast<int64_t>(pb / sizeof(float)) / c_;
@@ -168,7 +169,8 @@ class ConvKernel final : public SparseKernel {
       for (int64_t p0 = 0; p0 < P; p0 += kTile) {
         const int64_t T = std::min(kTile, P - p0);
         im2col(xn, H, W, OW, ph, pw, p0, T, cols);
-        const SpmmArgs args{cols, T, T, bias, 0.0f, yn + p0, P};
+        SpmmArgs args{cols, T, T, bias, 0.0f, yn + p0, P};
+        clamp_into(&args);
         ctx.parallel_for(static_cast<size_t>(w.block_rows()), block_row_grain(w, double(T)),
                          [&](size_t b0, size_t b1) {
                            spmm(w, args, static_cast<int64_t>(b0), static_cast<int64_t>(b1));

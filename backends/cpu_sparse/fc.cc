@@ -85,6 +85,7 @@ class FcKernel final : public SparseKernel {
     float* yp = static_cast<float*>(y.data);
 
     RowsArgs args{static_cast<const float*>(a.data), w_.cols, 0, M, nullptr, 0.0f, yp, N};
+    clamp_into(&args);
     if (gemm_ && num_inputs > 2 && in[2].dtype != MN_UNDEFINED && beta_ != 0.0f)
       apply_c(in[2], M, N, yp, &args);
     const SparseMatrix& w = w_;

@@ -9,6 +9,8 @@
 
 #include "sparse_matrix.h"
 
+#include <limits>
+
 namespace minnow {
 namespace cpu_sparse {
 
@@ -26,6 +28,10 @@ struct SpmmArgs {
   float beta;
   float* y;
   int64_t ldy;
+  // Every output clamped to [lo, hi] as it is written, after bias and beta (a fused Relu
+  // or Clip, mn_kernel.fuse_clamp); the defaults clamp nothing.
+  float lo = -std::numeric_limits<float>::infinity();
+  float hi = std::numeric_limits<float>::infinity();
 };
 void spmm_ref(const SparseMatrix& w, const SpmmArgs& a, int64_t rb0, int64_t rb1);
 void spmm(const SparseMatrix& w, const SpmmArgs& a, int64_t rb0, int64_t rb1);
@@ -43,7 +49,12 @@ struct RowsArgs {
   float beta;
   float* y;
   int64_t ldy;
+  float lo = -std::numeric_limits<float>::infinity();  // as SpmmArgs
+  float hi = std::numeric_limits<float>::infinity();
 };
+
+// The scalar epilogue of both forms: acc (+ beta * y), clamped to [lo, hi].
+inline float clamp_out(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
 // rows_ref works on block rows [rb0, rb1) of the blocked / CSR layout. rows() works on
 // units [u0, u1) of rows_units(w): the row panels when w has them (add_row_panels), else
 // block rows. Split parallel work over rows_units().

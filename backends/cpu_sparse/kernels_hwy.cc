@@ -37,10 +37,11 @@ void RowsImpl(const SparseMatrix& w, const RowsArgs& a, int64_t rb0, int64_t rb1
 }
 #else
 
-// y = acc (+ beta * y), full vector.
-template <class D, class V>
-HWY_INLINE void StoreOut(D d, V acc, float beta, float* p) {
-  if (beta != 0.0f) acc = hn::MulAdd(hn::Set(d, beta), hn::LoadU(d, p), acc);
+// y = clamp(acc (+ beta * y)), full vector. `a` is the SpmmArgs (beta, lo, hi).
+template <class D, class V, class A>
+HWY_INLINE void StoreOut(D d, V acc, const A& a, float* p) {
+  if (a.beta != 0.0f) acc = hn::MulAdd(hn::Set(d, a.beta), hn::LoadU(d, p), acc);
+  acc = hn::Min(hn::Max(acc, hn::Set(d, a.lo)), hn::Set(d, a.hi));
   hn::StoreU(acc, d, p);
 }
 
@@ -56,7 +57,7 @@ inline void spmm_tail(const SparseMatrix& w, const SpmmArgs& a, int64_t br, int 
       const float* wb = w.values.data() + static_cast<int64_t>(b) * R * C + r * C;
       for (int c = 0; c < C; ++c) acc += wb[c] * a.x[(w.col[b] + c) * a.ldx + j];
     }
-    yr[j] = a.beta != 0.0f ? acc + a.beta * yr[j] : acc;
+    yr[j] = clamp_out(a.beta != 0.0f ? acc + a.beta * yr[j] : acc, a.lo, a.hi);
   }
 }
 
@@ -65,17 +66,17 @@ constexpr size_t kMaxFloatLanes = HWY_MAX_BYTES / sizeof(float);
 
 // The first n lanes of acc (+ beta * y) into p: the partial last vector of a row, stored
 // through a buffer so nothing past the row is written (another thread may own it).
-template <class D, class V>
-HWY_INLINE void StoreOutN(D d, V acc, float beta, float* p, int64_t n) {
+template <class D, class V, class A>
+HWY_INLINE void StoreOutN(D d, V acc, const A& a, float* p, int64_t n) {
   HWY_ALIGN float buf[kMaxFloatLanes];
   hn::Store(acc, d, buf);
-  for (int64_t i = 0; i < n; ++i) p[i] = beta != 0.0f ? buf[i] + beta * p[i] : buf[i];
+  for (int64_t i = 0; i < n; ++i) p[i] = clamp_out(a.beta != 0.0f ? buf[i] + a.beta * p[i] : buf[i], a.lo, a.hi);
 }
 
-template <class D, class V>
-HWY_INLINE void StoreOutLast(D d, V acc, float beta, float* p, int64_t n, int64_t L) {
-  if (n == L) StoreOut(d, acc, beta, p);
-  else StoreOutN(d, acc, beta, p, n);
+template <class D, class V, class A>
+HWY_INLINE void StoreOutLast(D d, V acc, const A& a, float* p, int64_t n, int64_t L) {
+  if (n == L) StoreOut(d, acc, a, p);
+  else StoreOutN(d, acc, a, p, n);
 }
 
 // Whole vectors of columns the kernels may compute for J columns: with a row stride that
@@ -146,8 +147,8 @@ HWY_NOINLINE void Spmm1Strip(const SparseMatrix& w, const SpmmArgs& a, int64_t r
 #define MN_OUT(i)                                                          \
   if constexpr (V > i) {                                                   \
     if constexpr (kDual) a##i = hn::Add(a##i, b##i);                       \
-    if (i + 1 < V) StoreOut(d, a##i, a.beta, yr + i * L);                  \
-    else StoreOutLast(d, a##i, a.beta, yr + i * L, last, L);               \
+    if (i + 1 < V) StoreOut(d, a##i, a, yr + i * L);                       \
+    else StoreOutLast(d, a##i, a, yr + i * L, last, L);                    \
   }                                                                        \
   (void)a##i;                                                              \
   (void)b##i;
@@ -235,15 +236,15 @@ HWY_INLINE void Spmm4Strip(const SparseMatrix& w, const SpmmArgs& a, int64_t br,
   }
   float* y0 = a.y + br * 4 * a.ldy + j;
   const int64_t l0 = V == 1 ? last : L;
-  StoreOutLast(d, c00, a.beta, y0, l0, L);
-  if (valid > 1) StoreOutLast(d, c10, a.beta, y0 + a.ldy, l0, L);
-  if (valid > 2) StoreOutLast(d, c20, a.beta, y0 + 2 * a.ldy, l0, L);
-  if (valid > 3) StoreOutLast(d, c30, a.beta, y0 + 3 * a.ldy, l0, L);
+  StoreOutLast(d, c00, a, y0, l0, L);
+  if (valid > 1) StoreOutLast(d, c10, a, y0 + a.ldy, l0, L);
+  if (valid > 2) StoreOutLast(d, c20, a, y0 + 2 * a.ldy, l0, L);
+  if (valid > 3) StoreOutLast(d, c30, a, y0 + 3 * a.ldy, l0, L);
   if constexpr (V > 1) {
-    StoreOutLast(d, c01, a.beta, y0 + L, last, L);
-    if (valid > 1) StoreOutLast(d, c11, a.beta, y0 + a.ldy + L, last, L);
-    if (valid > 2) StoreOutLast(d, c21, a.beta, y0 + 2 * a.ldy + L, last, L);
-    if (valid > 3) StoreOutLast(d, c31, a.beta, y0 + 3 * a.ldy + L, last, L);
+    StoreOutLast(d, c01, a, y0 + L, last, L);
+    if (valid > 1) StoreOutLast(d, c11, a, y0 + a.ldy + L, last, L);
+    if (valid > 2) StoreOutLast(d, c21, a, y0 + 2 * a.ldy + L, last, L);
+    if (valid > 3) StoreOutLast(d, c31, a, y0 + 3 * a.ldy + L, last, L);
   }
 }
 
@@ -279,7 +280,7 @@ void SpmmImpl(const SparseMatrix& w, const SpmmArgs& a, int64_t rb0, int64_t rb1
 
 inline float finish(float acc, const RowsArgs& a, int64_t n, float* yr) {
   if (a.bias) acc += a.bias[n];
-  return a.beta != 0.0f ? acc + a.beta * yr[n] : acc;
+  return clamp_out(a.beta != 0.0f ? acc + a.beta * yr[n] : acc, a.lo, a.hi);
 }
 
 // CSR dot products: whole vectors of nonzeros with a gather of x, two accumulators to
@@ -411,8 +412,9 @@ constexpr int64_t kPanelChunk = 32;
 inline void FlushPanels(const float* buf, const int32_t* rowp, int64_t slots, const RowsArgs& a,
                         float* yr) {
   const float* bias = a.bias;
-  const float beta = a.beta;
-  if (beta == 0.0f && !bias) {
+  const float beta = a.beta, lo = a.lo, hi = a.hi;
+  const bool clamp = lo > -std::numeric_limits<float>::infinity() || hi < std::numeric_limits<float>::infinity();
+  if (beta == 0.0f && !bias && !clamp) {
     for (int64_t i = 0; i < slots; ++i)
       if (rowp[i] >= 0) yr[rowp[i]] = buf[i];
     return;
@@ -423,7 +425,7 @@ inline void FlushPanels(const float* buf, const int32_t* rowp, int64_t slots, co
     float v = buf[i];
     if (bias) v += bias[n];
     if (beta != 0.0f) v += beta * yr[n];
-    yr[n] = v;
+    yr[n] = clamp_out(v, lo, hi);
   }
 }
 

@@ -18,7 +18,7 @@ void spmm_ref(const SparseMatrix& w, const SpmmArgs& a, int64_t rb0, int64_t rb1
           const float* wb = w.values.data() + static_cast<int64_t>(b) * R * C + r * C;
           for (int c = 0; c < C; ++c) acc += wb[c] * a.x[(w.col[b] + c) * a.ldx + j];
         }
-        yr[j] = a.beta != 0.0f ? acc + a.beta * yr[j] : acc;
+        yr[j] = clamp_out(a.beta != 0.0f ? acc + a.beta * yr[j] : acc, a.lo, a.hi);
       }
     }
   }
@@ -38,7 +38,7 @@ void rows_ref(const SparseMatrix& w, const RowsArgs& a, int64_t rb0, int64_t rb1
           const float* wb = w.values.data() + static_cast<int64_t>(b) * R * C + r * C;
           for (int c = 0; c < C; ++c) acc += wb[c] * xr[w.col[b] + c];
         }
-        yr[n] = a.beta != 0.0f ? acc + a.beta * yr[n] : acc;
+        yr[n] = clamp_out(a.beta != 0.0f ? acc + a.beta * yr[n] : acc, a.lo, a.hi);
       }
     }
   }
@@ -66,7 +66,7 @@ void rows_panels_ref(const SparseMatrix& w, const RowsArgs& a, int64_t p0, int64
           for (int c = 0; c < C; ++c)
             acc += w.panel_val[(t * P + r) * C + c] * xr[w.panel_col[t * P + r] + c];
         }
-        yr[n] = a.beta != 0.0f ? acc + a.beta * yr[n] : acc;
+        yr[n] = clamp_out(a.beta != 0.0f ? acc + a.beta * yr[n] : acc, a.lo, a.hi);
       }
   }
 }

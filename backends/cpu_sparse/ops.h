@@ -9,6 +9,7 @@
 #include <minnow/services.h>
 
 #include <memory>
+#include <limits>
 #include <string>
 
 namespace minnow {
@@ -55,13 +56,26 @@ class SparseKernel : public Kernel {
   SparseKernel(const Node& node, const char* name) : label_(node_label(node)), name_(name) {}
   const char* name() const override { return name_; }
   [[noreturn]] void fail(const std::string& what) const { throw PluginError(label_ + ": " + what); }
+  // A Relu / Clip that alone consumes the output is clamped in the kernels' stores (every
+  // kernel of both forms has the epilogue), so that node is not run.
+  bool fuse_clamp(float lo, float hi) override {
+    lo_ = lo;
+    hi_ = hi;
+    return true;
+  }
 
  protected:
   void set_name(const char* name) { name_ = name; }  // once the layout is chosen
+  template <class Args>
+  void clamp_into(Args* a) const {
+    a->lo = lo_;
+    a->hi = hi_;
+  }
 
  private:
   std::string label_;
   const char* name_;
+  float lo_ = -std::numeric_limits<float>::infinity(), hi_ = std::numeric_limits<float>::infinity();
 };
 
 }  // namespace cpu_sparse

@@ -193,6 +193,48 @@ TEST_CASE("convolutions: 1x1 direct and general geometries via im2col match cpu_
   }
 }
 
+TEST_CASE("a Relu or Clip after a sparse Conv or Gemm is clamped in the sparse kernel") {
+  auto engine = test::make_engine();
+  // 1x1 convolution (columns form, 81 pixels: strips and a partial vector) then Clip(-0.2,
+  // 0.3); Gemm on the flattened result (rows form: tiled or panels) then Relu.
+  ModelBuilder mb("clamped");
+  mb.add_input("x", DataType::kFloat32, {1, 24, 9, 9});
+  mb.add_constant("w", pruned({40, 24, 1, 1}, 61, 0.9));
+  mb.add_constant("b", test::random_tensor({40}, 62));
+  Tensor lo(DataType::kFloat32, Shape{}), hi(DataType::kFloat32, Shape{});
+  lo.data<float>()[0] = -0.2f;
+  hi.data<float>()[0] = 0.3f;
+  mb.add_constant("lo", lo);
+  mb.add_constant("hi", hi);
+  mb.add_constant("w2", pruned({37, 40 * 81}, 63, 0.9));
+  mb.add_constant("b2", test::random_tensor({37}, 64));
+  mb.add_node("Conv", {"x", "w", "b"}, {"c"});
+  mb.add_node("Clip", {"c", "lo", "hi"}, {"cc"});
+  mb.add_node("Flatten", {"cc"}, {"f"});
+  mb.add_node("Gemm", {"f", "w2", "b2"}, {"g"}, {Attr::Int("transB", 1)});
+  mb.add_node("Relu", {"g"}, {"r"});
+  mb.add_node("Flatten", {"r"}, {"y"});  // an activation that writes a graph output is not fused
+  mb.add_output("y");
+  auto m = mb.build();
+  REQUIRE_MESSAGE(m.is_ok(), m.status().message());
+  const Tensor x = test::random_tensor({1, 24, 9, 9}, 65);
+  std::vector<KernelChoice> plan;
+  const Tensor ys = run(engine, m.value(), {}, x, &plan);
+  const Tensor yd = run(engine, m.value(), dense_only(), x);
+  CHECK(test::max_abs_diff(ys, yd) < 1e-4f);
+  CHECK(choice_of(plan, *m.value(), "Conv").backend == "cpu_sparse");
+  CHECK(choice_of(plan, *m.value(), "Gemm").backend == "cpu_sparse");
+  for (const char* act : {"Clip", "Relu"}) {
+    const KernelChoice& c = choice_of(plan, *m.value(), act);
+    INFO(std::string(act) << ": " << c.backend << " " << c.kernel << " " << c.reason);
+    CHECK(c.reason.find("clamp applied by") != std::string::npos);
+    CHECK(c.reason.find("f32_sparse") != std::string::npos);
+  }
+  int negative = 0;
+  for (int64_t i = 0; i < ys.elements(); ++i) negative += ys.data<float>()[i] < 0.0f;
+  CHECK(negative == 0);
+}
+
 TEST_CASE("declines what it cannot or should not run, saying why") {
   auto engine = test::make_engine();
   // Depthwise convolution: stays dense, and the plan says why.
