@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 HWY_BEFORE_NAMESPACE();
 namespace minnow {
@@ -686,23 +685,24 @@ void spmm(const SparseMatrix& w, const SpmmArgs& a, int64_t rb0, int64_t rb1) {
   HWY_DYNAMIC_DISPATCH(SpmmImpl)(w, a, rb0, rb1);
 }
 void rows(const SparseMatrix& w, const RowsArgs& a, int64_t rb0, int64_t rb1) {
-  if (w.tiled && w.tile_interleave > 1 && a.m1 > a.m0 && w.tile_width <= rows_tile_width()) {
+  if (w.tiled && w.tile_interleave > 1 && w.tile_width <= rows_tile_width()) {
     // The tiled kernel reads x de-interleaved (SparseMatrix::tile_interleave): reordered
-    // here, a few hundred floats a row against the whole layer's work, into a per-thread
-    // buffer that is allocated by the first call only (it grows to the largest M x cols
-    // seen). Without a tiled kernel of that width (rows_tile_width() is the widest; AVX-512
-    // has 8 and 16) the reference runs, on x as it is.
-    thread_local std::vector<float, CacheLineAllocator<float>> xs;
-    const int64_t M = a.m1 - a.m0, K = w.cols;
-    if (xs.size() < static_cast<size_t>(M * K)) xs.resize(static_cast<size_t>(M * K));
-    for (int64_t m = 0; m < M; ++m) deinterleave_x(a.x + (a.m0 + m) * a.ldx, K, w.tile_interleave, xs.data() + m * K);
-    RowsArgs b = a;
-    b.x = xs.data();
-    b.ldx = K;
-    b.m0 = 0;
-    b.m1 = M;
-    b.y = a.y + a.m0 * a.ldy;
-    return HWY_DYNAMIC_DISPATCH(RowsImpl)(w, b, rb0, rb1);
+    // here row by row into a buffer on the stack (such matrices have at most
+    // kMaxInterleavedCols columns), a few hundred floats against the row's work; no
+    // allocation. Without a tiled kernel of that width (rows_tile_width() is the widest;
+    // AVX-512 has 8 and 16) the reference runs, on x as it is.
+    alignas(64) float xs[SparseMatrix::kMaxInterleavedCols];
+    for (int64_t m = a.m0; m < a.m1; ++m) {
+      deinterleave_x(a.x + m * a.ldx, w.cols, w.tile_interleave, xs);
+      RowsArgs b = a;
+      b.x = xs;
+      b.ldx = w.cols;
+      b.m0 = 0;
+      b.m1 = 1;
+      b.y = a.y + m * a.ldy;
+      HWY_DYNAMIC_DISPATCH(RowsImpl)(w, b, rb0, rb1);
+    }
+    return;
   }
   HWY_DYNAMIC_DISPATCH(RowsImpl)(w, a, rb0, rb1);
 }

@@ -137,8 +137,9 @@ namespace {
 // W below is the tile width: the x values one tiled step can reach (one vector of 8 or 16
 // floats), which is also the row slots of a panel.
 bool tiles_fit(const SparseMatrix& m, int W) {
-  return (W == 8 || W == 16) && (m.shape == BlockShape{1, 1} || m.shape == BlockShape{1, 4}) &&
-         m.rows > 0 && m.cols >= W && m.cols <= SparseMatrix::kMaxPanelCols;
+  const bool csr = m.shape == BlockShape{1, 1};
+  return (W == 8 || W == 16) && (csr || m.shape == BlockShape{1, 4}) && m.rows > 0 && m.cols >= W &&
+         m.cols <= (csr ? SparseMatrix::kMaxPanelCols : SparseMatrix::kMaxInterleavedCols);
 }
 
 // The CSR matrix the tiles of a 1xC matrix are built from (SparseMatrix::tile_interleave):

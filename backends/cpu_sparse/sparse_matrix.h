@@ -107,6 +107,8 @@ struct SparseMatrix {
   bool tiled = false;
   int tile_width = 8;                // lanes of a tiled step (8 or 16)
   int tile_interleave = 1;           // 1: x as it is; 4: de-interleaved by 4 (1x4 blocks)
+  // rows() reorders x for such tiles into a buffer on the stack: at most this many columns.
+  static constexpr int64_t kMaxInterleavedCols = 4096;
   std::vector<uint16_t> tile_xoff;   // per step: first column of its window (<= cols - tile_width)
   std::vector<int32_t> tile_pairs;   // per panel: steps in pairs at its start
   // The lane a tiled weight reads: its log2(width) low bits.
@@ -158,8 +160,8 @@ SparseMatrix pack_transposed(const float* w, int64_t rows, int64_t cols, int64_t
 void add_row_panels(SparseMatrix* m);
 
 // Builds tiled panels of `width` lanes (8 or 16) instead (see SparseMatrix::tiled) for a
-// CSR or 1x4 matrix with `width` to kMaxPanelCols columns; no-op otherwise. Replaces any
-// row panels.
+// CSR matrix with `width` to kMaxPanelCols columns or a 1x4 one with up to
+// kMaxInterleavedCols; no-op otherwise. Replaces any row panels.
 void add_row_tiles(SparseMatrix* m, int width = 8);
 
 // x in the order the tiles of a matrix with tile_interleave c read it: out[e * cols/c + j]

@@ -371,6 +371,15 @@ TEST_CASE("tiled row panels match the dense product on odd shapes") {
   SparseMatrix o = pack(w.data(), 40, 64, 64, BlockShape{1, 1});
   add_row_tiles(&o, 4);
   CHECK_FALSE(o.tiled);
+  // 1x4 tiles need x reordered on the stack: not for more than kMaxInterleavedCols columns.
+  const int64_t wide = SparseMatrix::kMaxInterleavedCols + 4;
+  auto ww = random_vec(3 * wide, rng);
+  SparseMatrix big = pack(ww.data(), 3, wide, wide, BlockShape{1, 4});
+  add_row_tiles(&big, 16);
+  CHECK_FALSE(big.tiled);
+  SparseMatrix fits = pack(ww.data(), 3, wide - 4, wide, BlockShape{1, 4});
+  add_row_tiles(&fits, 16);
+  CHECK(fits.tiled);
 }
 
 TEST_CASE("the pruning helper reaches the sparsity asked for") {
