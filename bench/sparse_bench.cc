@@ -5,6 +5,8 @@
 //                [--mobilenet-v2 FILE] [--model FILE]... [--profile] [--only LAYER]
 //   --model FILE: a model pruned elsewhere (minnow compress), timed as it is with and
 //   without cpu_sparse.
+//   --no-avx512: both backends dispatch as on an AVX2 machine (Highway's AVX-512 targets
+//   disabled in the process), to time the AVX2 kernels on an AVX-512 one.
 // --mobilenet-v2: the torchvision MobileNetV2 exported by bench/export_models.py (.onnx or
 // .minnow); its 1x1 convolutions are pruned to 90 % by magnitude, the rest stays dense.
 // A missing file is skipped with a message.
@@ -18,6 +20,8 @@
 #include <minnow/minnow.h>
 
 #include "prune.h"
+
+#include <hwy/targets.h>
 
 #include <algorithm>
 #include <chrono>
@@ -327,9 +331,10 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--model-dir") && i + 1 < argc) model_dir = argv[++i];
     else if (!std::strcmp(argv[i], "--mobilenet-v2") && i + 1 < argc) mobilenet_v2 = argv[++i];
     else if (!std::strcmp(argv[i], "--model") && i + 1 < argc) pruned.push_back(argv[++i]);
+    else if (!std::strcmp(argv[i], "--no-avx512")) hwy::DisableTargets(HWY_AVX3 | HWY_AVX3_DL);
     else {
       std::fprintf(stderr, "usage: sparse_bench [--runs N] [--fit] [--quick] [--models-only] [--model-dir DIR] "
-                           "[--mobilenet-v2 FILE] [--model FILE]... [--profile] [--only LAYER]\n");
+                           "[--mobilenet-v2 FILE] [--model FILE]... [--profile] [--only LAYER] [--no-avx512]\n");
       return 2;
     }
   }
