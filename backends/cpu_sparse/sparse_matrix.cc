@@ -142,12 +142,11 @@ bool tiles_fit(const SparseMatrix& m, int W) {
          m.cols <= (csr ? SparseMatrix::kMaxPanelCols : SparseMatrix::kMaxInterleavedCols);
 }
 
-// The CSR matrix the tiles of a 1xC matrix are built from (SparseMatrix::tile_interleave):
-// its nonzeros, column k moved to (k % C) * (cols / C) + k / C; zeros inside kept blocks
-// dropped. A CSR matrix is returned as it is.
+// The CSR matrix the tiles of a 1xC matrix (C > 1) are built from
+// (SparseMatrix::tile_interleave): its nonzeros, column k moved to (k % C) * (cols / C) +
+// k / C; zeros inside kept blocks dropped. CSR matrices are tiled as they are.
 SparseMatrix tile_source(const SparseMatrix& m) {
   const int C = m.shape.c;
-  if (C == 1) return m;
   const int64_t part = m.cols / C;
   SparseMatrix v;
   v.rows = m.rows;
@@ -305,9 +304,10 @@ int64_t row_panel_steps(const SparseMatrix& m) {
 
 int64_t row_tile_steps(const SparseMatrix& m, int width) {
   if (!tiles_fit(m, width)) return 0;
-  const SparseMatrix v = tile_source(m);
+  const SparseMatrix v = m.shape.c == 1 ? SparseMatrix() : tile_source(m);
+  const SparseMatrix& src = m.shape.c == 1 ? m : v;
   int64_t steps = 0;
-  for_each_tile(v, tile_row_order(v, width), width, [&](int64_t, int64_t, int64_t, int32_t s) { steps += s; });
+  for_each_tile(src, tile_row_order(src, width), width, [&](int64_t, int64_t, int64_t, int32_t s) { steps += s; });
   return steps;
 }
 
