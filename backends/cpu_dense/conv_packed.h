@@ -46,6 +46,7 @@ class ConvPacked {
 
  private:
   bool use_winograd(const kernels::ConvShape& s) const;
+  bool use_dw_block(const kernels::ConvShape& s) const;
   void run_winograd(const RunContext& ctx, const kernels::ConvShape& s, const float* x,
                     float* y) const;
 

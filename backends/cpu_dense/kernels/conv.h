@@ -93,6 +93,17 @@ inline DwGeom dw_geom(const ConvShape& s, int64_t L) {
 void dwconv_plane(const ConvShape& s, int64_t plane, const float* x, const float* w,
                   const float* bias, float* y, float* slot, float lo, float hi);
 
+// Channel-blocked depthwise (f32_dwconv_hwy.cc): block b = L consecutive output planes
+// b * L .. b * L + L - 1 of y (L = dwconv_block_lanes()), all of one image. Applies when
+// the plane kernel does, with one output per channel (M == C), M a multiple of L and at
+// most 25 taps; scratch: dwconv_block_slot_floats.
+constexpr int64_t kDwBlockMaxTaps = 25;
+bool dwconv_block_applies(const ConvShape& s);
+int64_t dwconv_block_lanes();
+int64_t dwconv_block_slot_floats(const ConvShape& s);
+void dwconv_block(const ConvShape& s, int64_t block, const float* x, const float* w,
+                  const float* bias, float* y, float* slot, float lo, float hi);
+
 // ---- Max pooling, same plane scheme (2-D or 1-D: k[0] == 1, in[0] == 1) -------------
 // Output plane `plane` = n * C + c of y (M == C, group unused); scratch: dwconv_slot_floats.
 void maxpool_plane(const ConvShape& s, int64_t plane, const float* x, float* y, float* slot);

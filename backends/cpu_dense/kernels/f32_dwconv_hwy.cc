@@ -223,6 +223,118 @@ void PlaneImpl(const ConvShape& s, int64_t plane, const float* x, const float* w
   }
 }
 
+// ---- Channel-blocked depthwise (small planes) -----------------------------------------
+// A 7x7 or 14x14 plane is one or two vectors a row, most of a vector idle at 7 wide (16
+// lanes), and a plane's fixed work (the padded copy, the calls) is as large as its
+// multiply-adds. Here the lanes are L consecutive channels instead: their inputs are
+// gathered into a padded [rows][cols][L] block (one gather of L channels per pixel), each
+// output pixel is taps multiply-adds of whole vectors (four pixels at a time, every lane
+// used), and the outputs go back to planes by gathers of L pixels of one channel.
+
+
+struct DwBlockGeom {
+  int64_t rows, cols, in_floats, out_floats;
+};
+inline DwBlockGeom dw_block_geom(const ConvShape& s, int64_t L) {
+  DwBlockGeom g;
+  g.rows = (s.out[1] - 1) * s.s[1] + (s.k[1] - 1) * s.d[1] + 1;
+  g.cols = (s.out[2] - 1) * s.s[2] + (s.k[2] - 1) * s.d[2] + 1;
+  g.in_floats = g.rows * g.cols * L;
+  // outputs rounded up to whole vectors of pixels, so the write-back gathers stay inside
+  g.out_floats = (s.out[1] * s.out[2] + L - 1) / L * L * L;
+  return g;
+}
+
+int64_t DwBlockSlotFloatsImpl(const ConvShape& s) {
+  const DwBlockGeom g = dw_block_geom(s, static_cast<int64_t>(hn::Lanes(hn::ScalableTag<float>())));
+  return g.in_floats + g.out_floats;
+}
+
+void BlockImpl(const ConvShape& s, int64_t block, const float* x, const float* w,
+               const float* bias, float* y, float* slot, float lo, float hi) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  using V = hn::Vec<decltype(d)>;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const DwBlockGeom g = dw_block_geom(s, L);
+  const int64_t IH = s.in[1], IW = s.in[2], OH = s.out[1], OW = s.out[2];
+  const int64_t KH = s.k[1], KW = s.k[2], taps = KH * KW;
+  const int64_t sh = s.s[1], sw = s.s[2], dh = s.d[1], dw = s.d[2];
+  const int64_t pbh = s.pb[1], pbw = s.pb[2];
+  const int64_t c0 = block * L % s.M, n = block * L / s.M;  // M == C, M % L == 0
+  const float* xp = x + (n * s.C + c0) * IH * IW;
+  float* yp = y + (n * s.M + c0) * OH * OW;
+  float* xin = slot;
+  float* yout = slot + g.in_floats;
+
+  // Inputs, channel-blocked and zero-padded: xin[(r * cols + c) * L + l].
+  const auto plane_idx = hn::Mul(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(IH * IW)));
+  for (int64_t r = 0; r < g.rows; ++r) {
+    const int64_t ih = r - pbh;
+    float* row = xin + r * g.cols * L;
+    if (ih < 0 || ih >= IH) {
+      std::fill(row, row + g.cols * L, 0.0f);
+      continue;
+    }
+    for (int64_t c = 0; c < g.cols; ++c) {
+      const int64_t iw = c - pbw;
+      const V v = iw < 0 || iw >= IW ? hn::Zero(d) : hn::GatherIndex(d, xp + ih * IW + iw, plane_idx);
+      hn::StoreU(v, d, row + c * L);
+    }
+  }
+  // Weights of the block, one vector per tap: wv[t * L + l] = w[(c0 + l) * taps + t].
+  HWY_ALIGN float wv[kDwBlockMaxTaps * (HWY_MAX_BYTES / sizeof(float))];
+  int64_t off[kDwBlockMaxTaps];
+  for (int64_t t = 0; t < taps; ++t) {
+    for (int64_t l = 0; l < L; ++l) wv[t * L + l] = w[(c0 + l) * taps + t];
+    off[t] = ((t / KW) * dh * g.cols + (t % KW) * dw) * L;
+  }
+  const V vb = bias ? hn::LoadU(d, bias + c0) : hn::Zero(d);
+  const V vlo = hn::Set(d, lo), vhi = hn::Set(d, hi);
+  const int64_t px = sw * L;  // floats between neighbouring output pixels' windows
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    const float* src0 = xin + oh * sh * g.cols * L;
+    float* dst = yout + oh * OW * L;
+    int64_t ow = 0;
+    for (; ow + 4 <= OW; ow += 4) {  // four pixels: four independent chains
+      V a0 = vb, a1 = vb, a2 = vb, a3 = vb;
+      const float* src = src0 + ow * px;
+      for (int64_t t = 0; t < taps; ++t) {
+        const V wt = hn::Load(d, wv + t * L);
+        const float* p = src + off[t];
+        a0 = hn::MulAdd(wt, hn::LoadU(d, p), a0);
+        a1 = hn::MulAdd(wt, hn::LoadU(d, p + px), a1);
+        a2 = hn::MulAdd(wt, hn::LoadU(d, p + 2 * px), a2);
+        a3 = hn::MulAdd(wt, hn::LoadU(d, p + 3 * px), a3);
+      }
+      hn::StoreU(hn::Min(hn::Max(a0, vlo), vhi), d, dst + ow * L);
+      hn::StoreU(hn::Min(hn::Max(a1, vlo), vhi), d, dst + (ow + 1) * L);
+      hn::StoreU(hn::Min(hn::Max(a2, vlo), vhi), d, dst + (ow + 2) * L);
+      hn::StoreU(hn::Min(hn::Max(a3, vlo), vhi), d, dst + (ow + 3) * L);
+    }
+    for (; ow < OW; ++ow) {
+      V a0 = vb;
+      const float* src = src0 + ow * px;
+      for (int64_t t = 0; t < taps; ++t) a0 = hn::MulAdd(hn::Load(d, wv + t * L), hn::LoadU(d, src + off[t]), a0);
+      hn::StoreU(hn::Min(hn::Max(a0, vlo), vhi), d, dst + ow * L);
+    }
+  }
+  // Back to planes: for each channel, L pixels at a time (the rounded-up tail of yout is
+  // read but not stored).
+  const int64_t P = OH * OW;
+  const auto pixel_idx = hn::Mul(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(L)));
+  HWY_ALIGN float tmp[HWY_MAX_BYTES / sizeof(float)];
+  for (int64_t l = 0; l < L; ++l) {
+    float* yl = yp + l * P;
+    int64_t q = 0;
+    for (; q + L <= P; q += L) hn::StoreU(hn::GatherIndex(d, yout + q * L + l, pixel_idx), d, yl + q);
+    if (q < P) {
+      hn::Store(hn::GatherIndex(d, yout + q * L + l, pixel_idx), d, tmp);
+      std::memcpy(yl + q, tmp, size_t(P - q) * sizeof(float));
+    }
+  }
+}
+
 // Max over each window; NaN propagates (as the reference's "v > m || isnan(v)"). A
 // window wholly in the padding gives -inf.
 void MaxPlaneImpl(const ConvShape& s, int64_t plane, const float* x, float* y, float* slot) {
@@ -272,6 +384,8 @@ namespace kernels {
 HWY_EXPORT(DwLanesImpl);
 HWY_EXPORT(PlaneImpl);
 HWY_EXPORT(MaxPlaneImpl);
+HWY_EXPORT(DwBlockSlotFloatsImpl);
+HWY_EXPORT(BlockImpl);
 
 void maxpool_plane(const ConvShape& s, int64_t plane, const float* x, float* y, float* slot) {
   HWY_DYNAMIC_DISPATCH(MaxPlaneImpl)(s, plane, x, y, slot);
@@ -290,6 +404,23 @@ int64_t dwconv_slot_floats(const ConvShape& s) {
 void dwconv_plane(const ConvShape& s, int64_t plane, const float* x, const float* w,
                   const float* bias, float* y, float* slot, float lo, float hi) {
   HWY_DYNAMIC_DISPATCH(PlaneImpl)(s, plane, x, w, bias, y, slot, lo, hi);
+}
+
+int64_t dwconv_block_lanes() { return HWY_DYNAMIC_DISPATCH(DwLanesImpl)(); }
+
+bool dwconv_block_applies(const ConvShape& s) {
+  const int64_t L = dwconv_block_lanes();
+  return dwconv_applies(s) && L > 1 && s.M == s.C && s.M % L == 0 && s.k[1] * s.k[2] <= kDwBlockMaxTaps &&
+         s.in[1] * s.in[2] * L <= (int64_t(1) << 30);  // 32-bit gather indices
+}
+
+int64_t dwconv_block_slot_floats(const ConvShape& s) {
+  return HWY_DYNAMIC_DISPATCH(DwBlockSlotFloatsImpl)(s);
+}
+
+void dwconv_block(const ConvShape& s, int64_t block, const float* x, const float* w,
+                  const float* bias, float* y, float* slot, float lo, float hi) {
+  HWY_DYNAMIC_DISPATCH(BlockImpl)(s, block, x, w, bias, y, slot, lo, hi);
 }
 
 }  // namespace kernels

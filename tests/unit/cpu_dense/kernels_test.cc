@@ -154,6 +154,18 @@ void check_conv(std::mt19937& rng, const ConvCase& c, bool depthwise, bool clamp
     std::vector<float> slot(size_t(dwconv_slot_floats(s)), kNaN);
     for (int64_t plane = 0; plane < s.N * s.M; ++plane)
       dwconv_plane(s, plane, x.data(), w.data(), bias.data(), got.data(), slot.data(), lo, hi);
+    if (dwconv_block_applies(s)) {  // the channel-blocked kernel too, over every block
+      expect_close(got, want, "dwconv " + describe(s));
+      std::vector<float> bslot(size_t(dwconv_block_slot_floats(s)), kNaN);
+      std::fill(got.begin(), got.end(), kNaN);
+      const int64_t L = dwconv_block_lanes();
+      for (int64_t b = 0; b < s.N * s.M / L; ++b)
+        dwconv_block(s, b, x.data(), w.data(), clamp ? bias.data() : nullptr, got.data(), bslot.data(), lo, hi);
+      if (!clamp)  // without bias: the kernel's null-bias path, the reference's bias added back
+        for (int64_t i = 0; i < s.N * s.M * s.P(); ++i) got[size_t(i)] += bias[size_t(i / s.P() % s.M)];
+      expect_close(got, want, "dwconv_block " + describe(s));
+      return;
+    }
   } else {
     // W packed into panels and W read in place must both match.
     for (ConvPack how : {ConvPack::kPanels, ConvPack::kInPlace}) {
@@ -279,6 +291,25 @@ TEST_CASE("direct depthwise convolution matches the reference") {
   };
   for (const ConvCase& c : big) check_conv(rng, c, true, false, 1);
   CHECK(count > 100);
+  // Channel-blocked: channels a multiple of the vector width (one and three blocks, two
+  // images), the planes where it is used (7x7, 14x14, 28x28) and odd ones, strides 1-3,
+  // pads, dilation, 1x1 to 5x5 filters.
+  const int64_t L = dwconv_block_lanes();
+  int blocked = 0;
+  for (int64_t k : {1, 3, 5})
+    for (int64_t st : {1, 2, 3})
+      for (int64_t dil : {1, 2})
+        for (int64_t pad : {0, 1, 2})
+          for (int64_t hw : {1, 5, 7, 14, 15, 28}) {
+            if ((k - 1) * dil + 1 > hw + 2 * pad) continue;
+            const int64_t C = L * (1 + 2 * (blocked % 2)), N = 1 + blocked % 3 % 2;
+            ConvCase c{N, C, C, C, {1, hw, hw + blocked % 2}, {1, k, k}, {1, st, st}, {1, dil, dil},
+                       {0, pad, pad}, {0, pad, pad + (hw % 2)}};
+            if (!dwconv_block_applies(shape_of(c))) continue;
+            check_conv(rng, c, true, blocked % 2 == 0, 1);
+            ++blocked;
+          }
+  if (L > 1) CHECK(blocked > 100);
 }
 
 TEST_CASE("direct max pooling matches the reference (pads, strides, dilation, ceil, NaN)") {
