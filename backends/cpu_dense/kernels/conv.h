@@ -108,6 +108,11 @@ void dwconv_block(const ConvShape& s, int64_t block, const float* x, const float
 // Output plane `plane` = n * C + c of y (M == C, group unused); scratch: dwconv_slot_floats.
 void maxpool_plane(const ConvShape& s, int64_t plane, const float* x, float* y, float* slot);
 void maxpool_ref(const ConvShape& s, const float* x, float* y);
+// Channel-blocked max pooling (as dwconv_block): block b = planes b * L .. b * L + L - 1;
+// C a multiple of L, windows of at most 64 taps; scratch: dwconv_block_slot_floats.
+constexpr int64_t kMaxPoolBlockTaps = 64;
+bool maxpool_block_applies(const ConvShape& s);
+void maxpool_block(const ConvShape& s, int64_t block, const float* x, float* y, float* slot);
 
 // ---- Reference (tests) ------------------------------------------------------------------
 // Direct definition, doubles; w: [M, Cg, k...], bias [M] or null.

@@ -250,38 +250,62 @@ int64_t DwBlockSlotFloatsImpl(const ConvShape& s) {
   return g.in_floats + g.out_floats;
 }
 
-void BlockImpl(const ConvShape& s, int64_t block, const float* x, const float* w,
-               const float* bias, float* y, float* slot, float lo, float hi) {
+// Gathers the L planes at xp (IH x IW each) into the padded, channel-blocked block
+// xin[(r * cols + c) * L + l], `fill` outside the input.
+void GatherBlockIn(const ConvShape& s, const DwBlockGeom& g, const float* xp, float fill, float* xin) {
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
-  using V = hn::Vec<decltype(d)>;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
-  const DwBlockGeom g = dw_block_geom(s, L);
-  const int64_t IH = s.in[1], IW = s.in[2], OH = s.out[1], OW = s.out[2];
-  const int64_t KH = s.k[1], KW = s.k[2], taps = KH * KW;
-  const int64_t sh = s.s[1], sw = s.s[2], dh = s.d[1], dw = s.d[2];
-  const int64_t pbh = s.pb[1], pbw = s.pb[2];
-  const int64_t c0 = block * L % s.M, n = block * L / s.M;  // M == C, M % L == 0
-  const float* xp = x + (n * s.C + c0) * IH * IW;
-  float* yp = y + (n * s.M + c0) * OH * OW;
-  float* xin = slot;
-  float* yout = slot + g.in_floats;
-
-  // Inputs, channel-blocked and zero-padded: xin[(r * cols + c) * L + l].
+  const int64_t IH = s.in[1], IW = s.in[2], pbh = s.pb[1], pbw = s.pb[2];
   const auto plane_idx = hn::Mul(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(IH * IW)));
+  const auto vfill = hn::Set(d, fill);
   for (int64_t r = 0; r < g.rows; ++r) {
     const int64_t ih = r - pbh;
     float* row = xin + r * g.cols * L;
     if (ih < 0 || ih >= IH) {
-      std::fill(row, row + g.cols * L, 0.0f);
+      std::fill(row, row + g.cols * L, fill);
       continue;
     }
     for (int64_t c = 0; c < g.cols; ++c) {
       const int64_t iw = c - pbw;
-      const V v = iw < 0 || iw >= IW ? hn::Zero(d) : hn::GatherIndex(d, xp + ih * IW + iw, plane_idx);
+      const auto v = iw < 0 || iw >= IW ? vfill : hn::GatherIndex(d, xp + ih * IW + iw, plane_idx);
       hn::StoreU(v, d, row + c * L);
     }
   }
+}
+
+// Writes the channel-blocked outputs yout[q * L + l] (q < P, rounded up to whole vectors)
+// back to the L planes at yp, L pixels of one channel per gather.
+void GatherBlockOut(const float* yout, int64_t P, float* yp) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const auto pixel_idx = hn::Mul(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(L)));
+  HWY_ALIGN float tmp[HWY_MAX_BYTES / sizeof(float)];
+  for (int64_t l = 0; l < L; ++l) {
+    float* yl = yp + l * P;
+    int64_t q = 0;
+    for (; q + L <= P; q += L) hn::StoreU(hn::GatherIndex(d, yout + q * L + l, pixel_idx), d, yl + q);
+    if (q < P) {
+      hn::Store(hn::GatherIndex(d, yout + q * L + l, pixel_idx), d, tmp);
+      std::memcpy(yl + q, tmp, size_t(P - q) * sizeof(float));
+    }
+  }
+}
+
+void BlockImpl(const ConvShape& s, int64_t block, const float* x, const float* w,
+               const float* bias, float* y, float* slot, float lo, float hi) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const DwBlockGeom g = dw_block_geom(s, L);
+  const int64_t IH = s.in[1], IW = s.in[2], OH = s.out[1], OW = s.out[2];
+  const int64_t KW = s.k[2], taps = s.k[1] * KW;
+  const int64_t sh = s.s[1], sw = s.s[2], dh = s.d[1], dw = s.d[2];
+  const int64_t c0 = block * L % s.M, n = block * L / s.M;  // M == C, M % L == 0
+  float* xin = slot;
+  float* yout = slot + g.in_floats;
+  GatherBlockIn(s, g, x + (n * s.C + c0) * IH * IW, 0.0f, xin);
   // Weights of the block, one vector per tap: wv[t * L + l] = w[(c0 + l) * taps + t].
   HWY_ALIGN float wv[kDwBlockMaxTaps * (HWY_MAX_BYTES / sizeof(float))];
   int64_t off[kDwBlockMaxTaps];
@@ -319,20 +343,58 @@ void BlockImpl(const ConvShape& s, int64_t block, const float* x, const float* w
       hn::StoreU(hn::Min(hn::Max(a0, vlo), vhi), d, dst + ow * L);
     }
   }
-  // Back to planes: for each channel, L pixels at a time (the rounded-up tail of yout is
-  // read but not stored).
-  const int64_t P = OH * OW;
-  const auto pixel_idx = hn::Mul(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(L)));
-  HWY_ALIGN float tmp[HWY_MAX_BYTES / sizeof(float)];
-  for (int64_t l = 0; l < L; ++l) {
-    float* yl = yp + l * P;
-    int64_t q = 0;
-    for (; q + L <= P; q += L) hn::StoreU(hn::GatherIndex(d, yout + q * L + l, pixel_idx), d, yl + q);
-    if (q < P) {
-      hn::Store(hn::GatherIndex(d, yout + q * L + l, pixel_idx), d, tmp);
-      std::memcpy(yl + q, tmp, size_t(P - q) * sizeof(float));
+  GatherBlockOut(yout, OH * OW, y + (n * s.M + c0) * OH * OW);
+}
+
+// Max pooling, channel-blocked the same way (-inf padding; NaN propagates as in the
+// reference). Windows of up to kMaxPoolBlockTaps taps.
+void MaxBlockImpl(const ConvShape& s, int64_t block, const float* x, float* y, float* slot) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const DwBlockGeom g = dw_block_geom(s, L);
+  const int64_t OH = s.out[1], OW = s.out[2], KW = s.k[2], taps = s.k[1] * KW;
+  const int64_t sh = s.s[1], sw = s.s[2], dh = s.d[1], dw = s.d[2];
+  float* xin = slot;
+  float* yout = slot + g.in_floats;
+  GatherBlockIn(s, g, x + block * L * s.in[1] * s.in[2], -std::numeric_limits<float>::infinity(), xin);
+  int64_t off[kMaxPoolBlockTaps];
+  for (int64_t t = 0; t < taps; ++t) off[t] = ((t / KW) * dh * g.cols + (t % KW) * dw) * L;
+  const V ninf = hn::Set(d, -std::numeric_limits<float>::infinity());
+  const int64_t px = sw * L;
+#define MINNOW_MAX_TAP(m, p)                                  \
+  do {                                                        \
+    const V v = hn::LoadU(d, p);                              \
+    m = hn::IfThenElse(hn::Or(hn::Gt(v, m), hn::IsNaN(v)), v, m); \
+  } while (0)
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    const float* src0 = xin + oh * sh * g.cols * L;
+    float* dst = yout + oh * OW * L;
+    int64_t ow = 0;
+    for (; ow + 4 <= OW; ow += 4) {
+      V m0 = ninf, m1 = ninf, m2 = ninf, m3 = ninf;
+      const float* src = src0 + ow * px;
+      for (int64_t t = 0; t < taps; ++t) {
+        const float* p = src + off[t];
+        MINNOW_MAX_TAP(m0, p);
+        MINNOW_MAX_TAP(m1, p + px);
+        MINNOW_MAX_TAP(m2, p + 2 * px);
+        MINNOW_MAX_TAP(m3, p + 3 * px);
+      }
+      hn::StoreU(m0, d, dst + ow * L);
+      hn::StoreU(m1, d, dst + (ow + 1) * L);
+      hn::StoreU(m2, d, dst + (ow + 2) * L);
+      hn::StoreU(m3, d, dst + (ow + 3) * L);
+    }
+    for (; ow < OW; ++ow) {
+      V m0 = ninf;
+      const float* src = src0 + ow * px;
+      for (int64_t t = 0; t < taps; ++t) MINNOW_MAX_TAP(m0, src + off[t]);
+      hn::StoreU(m0, d, dst + ow * L);
     }
   }
+#undef MINNOW_MAX_TAP
+  GatherBlockOut(yout, OH * OW, y + block * L * OH * OW);
 }
 
 // Max over each window; NaN propagates (as the reference's "v > m || isnan(v)"). A
@@ -386,6 +448,7 @@ HWY_EXPORT(PlaneImpl);
 HWY_EXPORT(MaxPlaneImpl);
 HWY_EXPORT(DwBlockSlotFloatsImpl);
 HWY_EXPORT(BlockImpl);
+HWY_EXPORT(MaxBlockImpl);
 
 void maxpool_plane(const ConvShape& s, int64_t plane, const float* x, float* y, float* slot) {
   HWY_DYNAMIC_DISPATCH(MaxPlaneImpl)(s, plane, x, y, slot);
@@ -421,6 +484,16 @@ int64_t dwconv_block_slot_floats(const ConvShape& s) {
 void dwconv_block(const ConvShape& s, int64_t block, const float* x, const float* w,
                   const float* bias, float* y, float* slot, float lo, float hi) {
   HWY_DYNAMIC_DISPATCH(BlockImpl)(s, block, x, w, bias, y, slot, lo, hi);
+}
+
+bool maxpool_block_applies(const ConvShape& s) {
+  const int64_t L = dwconv_block_lanes();
+  return L > 1 && s.k[0] == 1 && s.in[0] == 1 && s.out[0] == 1 && s.C % L == 0 &&
+         s.k[1] * s.k[2] <= kMaxPoolBlockTaps && s.in[1] * s.in[2] * L <= (int64_t(1) << 30);
+}
+
+void maxpool_block(const ConvShape& s, int64_t block, const float* x, float* y, float* slot) {
+  HWY_DYNAMIC_DISPATCH(MaxBlockImpl)(s, block, x, y, slot);
 }
 
 }  // namespace kernels

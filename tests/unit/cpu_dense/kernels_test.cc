@@ -339,6 +339,35 @@ TEST_CASE("direct max pooling matches the reference (pads, strides, dilation, ce
             ++count;
           }
   CHECK(count > 100);
+  // Channel-blocked: channels a multiple of the vector width, the same windows, and planes
+  // of the sizes it is used for (13, 27, 55 wide outputs in squeezenet).
+  const int64_t L = dwconv_block_lanes();
+  int blocked = 0;
+  for (int64_t k : {1, 2, 3, 5})
+    for (int64_t st : {1, 2, 3})
+      for (int64_t pad : {0, 1, 2})
+        for (int64_t w : {1, 6, 17, 27, 56})
+          for (int64_t extra : {0, 1}) {
+            if (pad >= k) continue;
+            const int64_t C = L * (1 + blocked % 2 * 2), N = 1 + blocked % 3 % 2;
+            ConvCase c{N, C, C, C, {1, 7 + w % 5, w}, {1, k, k}, {1, st, st}, {1, 1, (k > 2 ? 2 : 1)},
+                       {0, pad, pad}, {0, pad + extra, pad + extra}};
+            ConvShape s = shape_of(c);
+            if (s.out[1] < 1 || s.out[2] < 1 || !maxpool_block_applies(s)) continue;
+            std::vector<float> x = randn(rng, size_t(s.N * s.C * s.Pin()));
+            if (blocked % 3 == 0) x[size_t(rng() % x.size())] = kNaN;
+            std::vector<float> want(size_t(s.N * s.C * s.P())), got(want.size(), 1234.0f);
+            maxpool_ref(s, x.data(), want.data());
+            std::vector<float> slot(size_t(dwconv_block_slot_floats(s)), kNaN);
+            for (int64_t b = 0; b < s.N * s.C / L; ++b) maxpool_block(s, b, x.data(), got.data(), slot.data());
+            bool same = true;
+            for (size_t i = 0; i < got.size(); ++i)
+              same = same && (got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i])));
+            INFO("maxpool_block " << describe(s));
+            CHECK(same);
+            ++blocked;
+          }
+  if (L > 1) CHECK(blocked > 100);
 }
 
 namespace {
