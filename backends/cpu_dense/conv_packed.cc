@@ -96,52 +96,20 @@ void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const f
                      const float* w_rows, float* y) const {
   const float lo = lo_, hi = hi_;
   const int threads = ctx.num_threads();
-  float* scratch = static_cast<float*>(ctx.scratch());
-  if (depthwise_ && use_dw_block(s)) {
-    const int64_t blocks = s.N * s.M / kernels::dwconv_block_lanes();
-    const int64_t slot_floats = kernels::dwconv_block_slot_floats(s);
-    const int64_t slots = scratch_slots(blocks, threads);
-    if (ctx.scratch_size() < size_t(slots * slot_floats) * sizeof(float))
-      throw PluginError("depthwise conv: scratch too small");
-    const float* w = dw_w_.get();
-    const float* b = dw_b_.get();
-    ctx.parallel_for(size_t(slots), 1, [&](size_t s0, size_t s1) {
-      for (size_t sl = s0; sl < s1; ++sl) {
-        float* slot = scratch + int64_t(sl) * slot_floats;
-        const int64_t b0 = blocks * int64_t(sl) / slots, b1 = blocks * int64_t(sl + 1) / slots;
-        for (int64_t bl = b0; bl < b1; ++bl) kernels::dwconv_block(s, bl, x, w, b, y, slot, lo, hi);
-      }
-    });
-    return;
-  }
-  if (depthwise_) {
-    const int64_t planes = s.N * s.M;
-    const int64_t slot_floats = kernels::dwconv_slot_floats(s);
-    const int64_t slots = scratch_slots(planes, threads);
-    if (ctx.scratch_size() < size_t(slots * slot_floats) * sizeof(float))
-      throw PluginError("depthwise conv: scratch too small");
-    const float* w = dw_w_.get();
-    const float* b = dw_b_.get();
-    ctx.parallel_for(size_t(slots), 1, [&](size_t s0, size_t s1) {
-      for (size_t sl = s0; sl < s1; ++sl) {
-        float* slot = scratch + int64_t(sl) * slot_floats;
-        const int64_t p0 = planes * int64_t(sl) / slots, p1 = planes * int64_t(sl + 1) / slots;
-        for (int64_t pl = p0; pl < p1; ++pl) kernels::dwconv_plane(s, pl, x, w, b, y, slot, lo, hi);
-      }
-    });
-    return;
-  }
+  const float* w = dw_w_.get();
+  const float* b = dw_b_.get();
+  if (depthwise_ && use_dw_block(s))
+    return run_in_slots(ctx, s.N * s.M / kernels::dwconv_block_lanes(), kernels::dwconv_block_slot_floats(s),
+                        "depthwise conv", [&](int64_t bl, float* slot) {
+                          kernels::dwconv_block(s, bl, x, w, b, y, slot, lo, hi);
+                        });
+  if (depthwise_)
+    return run_in_slots(ctx, s.N * s.M, kernels::dwconv_slot_floats(s), "depthwise conv",
+                        [&](int64_t pl, float* slot) { kernels::dwconv_plane(s, pl, x, w, b, y, slot, lo, hi); });
   if (use_winograd(s)) return run_winograd(ctx, s, x, y);
   const kernels::ConvPlan p = kernels::plan_conv(s, threads);
-  const int64_t slots = scratch_slots(p.tasks, threads);
-  if (ctx.scratch_size() < size_t(slots * p.slot_floats) * sizeof(float))
-    throw PluginError("conv: scratch too small");
-  ctx.parallel_for(size_t(slots), 1, [&](size_t s0, size_t s1) {
-    for (size_t sl = s0; sl < s1; ++sl) {
-      float* slot = scratch + int64_t(sl) * p.slot_floats;
-      const int64_t t0 = p.tasks * int64_t(sl) / slots, t1 = p.tasks * int64_t(sl + 1) / slots;
-      for (int64_t t = t0; t < t1; ++t) kernels::conv_gemm_task(s, gemm_, w_rows, p, t, x, y, slot, lo, hi);
-    }
+  run_in_slots(ctx, p.tasks, p.slot_floats, "conv", [&](int64_t t, float* slot) {
+    kernels::conv_gemm_task(s, gemm_, w_rows, p, t, x, y, slot, lo, hi);
   });
 }
 

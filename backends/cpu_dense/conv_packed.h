@@ -4,6 +4,7 @@
 #pragma once
 
 #include <limits>
+#include <string>
 
 #include "common.h"
 #include "kernels/conv.h"
@@ -16,6 +17,25 @@ namespace cpu_dense {
 // Scratch slots for `tasks` over `threads`: each parallel work item owns one slot and runs
 // its tasks one after the other, so concurrently running items never share memory.
 int64_t scratch_slots(int64_t tasks, int threads);
+
+// Runs fn(item, slot) for the items [0, count) in parallel: they are split evenly over
+// scratch_slots(count, threads) slots of slot_floats floats each, one slot's items one
+// after another (so no two running items share a slot). Throws (naming `what`) when the
+// scratch the kernel asked for is too small.
+template <class F>
+void run_in_slots(const RunContext& ctx, int64_t count, int64_t slot_floats, const char* what, F fn) {
+  const int64_t slots = scratch_slots(count, ctx.num_threads());
+  if (ctx.scratch_size() < size_t(slots * slot_floats) * sizeof(float))
+    throw PluginError(std::string(what) + ": scratch too small");
+  float* scratch = static_cast<float*>(ctx.scratch());
+  ctx.parallel_for(size_t(slots), 1, [&](size_t s0, size_t s1) {
+    for (size_t sl = s0; sl < s1; ++sl) {
+      float* slot = scratch + int64_t(sl) * slot_floats;
+      const int64_t i0 = count * int64_t(sl) / slots, i1 = count * int64_t(sl + 1) / slots;
+      for (int64_t i = i0; i < i1; ++i) fn(i, slot);
+    }
+  });
+}
 
 // The kernels' geometry from resolved axes (Conv, and MaxPool with M == group == C).
 kernels::ConvShape conv_shape(const Axis ax[kMaxSpatial], int64_t N, int64_t C, int64_t M,

@@ -28,34 +28,11 @@ size_t maxpool_simd_scratch(const kernels::ConvShape& s) {
 }
 
 void maxpool_simd_run(const RunContext& ctx, const kernels::ConvShape& s, const float* x, float* y) {
-  if (use_block(s)) {
-    const int64_t blocks = s.N * s.C / kernels::dwconv_block_lanes();
-    const int64_t slot_floats = kernels::dwconv_block_slot_floats(s);
-    const int64_t slots = scratch_slots(blocks, ctx.num_threads());
-    if (ctx.scratch_size() < size_t(slots * slot_floats) * sizeof(float))
-      throw PluginError("maxpool: scratch too small");
-    float* scratch = static_cast<float*>(ctx.scratch());
-    ctx.parallel_for(size_t(slots), 1, [&](size_t s0, size_t s1) {
-      for (size_t sl = s0; sl < s1; ++sl) {
-        float* slot = scratch + int64_t(sl) * slot_floats;
-        const int64_t b0 = blocks * int64_t(sl) / slots, b1 = blocks * int64_t(sl + 1) / slots;
-        for (int64_t b = b0; b < b1; ++b) kernels::maxpool_block(s, b, x, y, slot);
-      }
-    });
-    return;
-  }
-  const int64_t planes = s.N * s.C, slot_floats = kernels::dwconv_slot_floats(s);
-  const int64_t slots = scratch_slots(planes, ctx.num_threads());
-  if (ctx.scratch_size() < size_t(slots * slot_floats) * sizeof(float))
-    throw PluginError("maxpool: scratch too small");
-  float* scratch = static_cast<float*>(ctx.scratch());
-  ctx.parallel_for(size_t(slots), 1, [&](size_t s0, size_t s1) {
-    for (size_t sl = s0; sl < s1; ++sl) {
-      float* slot = scratch + int64_t(sl) * slot_floats;
-      const int64_t p0 = planes * int64_t(sl) / slots, p1 = planes * int64_t(sl + 1) / slots;
-      for (int64_t p = p0; p < p1; ++p) kernels::maxpool_plane(s, p, x, y, slot);
-    }
-  });
+  if (use_block(s))
+    return run_in_slots(ctx, s.N * s.C / kernels::dwconv_block_lanes(), kernels::dwconv_block_slot_floats(s),
+                        "maxpool", [&](int64_t b, float* slot) { kernels::maxpool_block(s, b, x, y, slot); });
+  run_in_slots(ctx, s.N * s.C, kernels::dwconv_slot_floats(s), "maxpool",
+               [&](int64_t p, float* slot) { kernels::maxpool_plane(s, p, x, y, slot); });
 }
 
 }  // namespace cpu_dense
