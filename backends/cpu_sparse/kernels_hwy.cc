@@ -448,11 +448,12 @@ HWY_NOINLINE void RowsPanels1(const SparseMatrix& w, const RowsArgs& a, int64_t 
         const int32_t e = pp[p + 1];
         for (int h = 0; h < P; h += NL) {
           auto s0 = hn::Zero(d);
-          const float* v = vals + h;
-          const uint16_t* c = cols + h;
-          for (int32_t t = pp[p]; t < e; ++t)
-            s0 = hn::MulAdd(hn::LoadU(d, v + static_cast<int64_t>(t) * P),
-                            GatherCols(d, xr, c + static_cast<int64_t>(t) * P), s0);
+          // Offsets taken only for steps that exist: an all-zero matrix has no storage
+          // (null data), and even null + h is undefined.
+          for (int32_t t = pp[p]; t < e; ++t) {
+            const int64_t o = static_cast<int64_t>(t) * P + h;
+            s0 = hn::MulAdd(hn::LoadU(d, vals + o), GatherCols(d, xr, cols + o), s0);
+          }
           hn::Store(s0, d, buf + (p - c0) * P + h);
         }
       }
