@@ -284,12 +284,8 @@ void GatherBlockOut(const float* yout, int64_t P, float* yp) {
   HWY_ALIGN float tmp[HWY_MAX_BYTES / sizeof(float)];
   for (int64_t l = 0; l < L; ++l) {
     float* yl = yp + l * P;
-    int64_t q = 0;
-    for (; q + L <= P; q += L) hn::StoreU(hn::GatherIndex(d, yout + q * L + l, pixel_idx), d, yl + q);
-    if (q < P) {
-      hn::Store(hn::GatherIndex(d, yout + q * L + l, pixel_idx), d, tmp);
-      std::memcpy(yl + q, tmp, size_t(P - q) * sizeof(float));
-    }
+    for (int64_t q = 0; q < P; q += L)
+      StoreClamped(d, hn::GatherIndex(d, yout + q * L + l, pixel_idx), yl + q, std::min(L, P - q), tmp);
   }
 }
 
@@ -471,10 +467,16 @@ void dwconv_plane(const ConvShape& s, int64_t plane, const float* x, const float
 
 int64_t dwconv_block_lanes() { return HWY_DYNAMIC_DISPATCH(DwLanesImpl)(); }
 
-bool dwconv_block_applies(const ConvShape& s) {
+// What both channel-blocked kernels need: a 2-D window (the D axis trivial), channels in
+// whole vectors, at most max_taps taps, and planes the 32-bit gather indices can span.
+static bool block_fits(const ConvShape& s, int64_t max_taps) {
   const int64_t L = dwconv_block_lanes();
-  return dwconv_applies(s) && L > 1 && s.M == s.C && s.M % L == 0 && s.k[1] * s.k[2] <= kDwBlockMaxTaps &&
-         s.in[1] * s.in[2] * L <= (int64_t(1) << 30);  // 32-bit gather indices
+  return L > 1 && s.k[0] == 1 && s.in[0] == 1 && s.out[0] == 1 && s.C % L == 0 &&
+         s.k[1] * s.k[2] <= max_taps && s.in[1] * s.in[2] * L <= (int64_t(1) << 30);
+}
+
+bool dwconv_block_applies(const ConvShape& s) {
+  return dwconv_applies(s) && s.M == s.C && block_fits(s, kDwBlockMaxTaps);
 }
 
 int64_t dwconv_block_slot_floats(const ConvShape& s) {
@@ -486,11 +488,7 @@ void dwconv_block(const ConvShape& s, int64_t block, const float* x, const float
   HWY_DYNAMIC_DISPATCH(BlockImpl)(s, block, x, w, bias, y, slot, lo, hi);
 }
 
-bool maxpool_block_applies(const ConvShape& s) {
-  const int64_t L = dwconv_block_lanes();
-  return L > 1 && s.k[0] == 1 && s.in[0] == 1 && s.out[0] == 1 && s.C % L == 0 &&
-         s.k[1] * s.k[2] <= kMaxPoolBlockTaps && s.in[1] * s.in[2] * L <= (int64_t(1) << 30);
-}
+bool maxpool_block_applies(const ConvShape& s) { return block_fits(s, kMaxPoolBlockTaps); }
 
 void maxpool_block(const ConvShape& s, int64_t block, const float* x, float* y, float* slot) {
   HWY_DYNAMIC_DISPATCH(MaxBlockImpl)(s, block, x, y, slot);
