@@ -61,6 +61,9 @@ struct ConvPlan {
   int64_t nc = 0, kc = 0;         // cache block: NC columns (multiple of NR), KC rows
   int64_t col_blocks = 0, m_chunks = 1, panels_per_chunk = 0, tasks = 0;
   int64_t slot_floats = 0;        // scratch per concurrently running task
+  // Pixels past the last whole NR panel (P % NR) when they go as dot products (gemm.h,
+  // DotTile; W read in place only), else 0; their B columns sit at slot + dot_off.
+  int64_t dot_cols = 0, dot_off = 0;
 };
 // `threads`: how many workers will take tasks (more row chunks when columns are few).
 ConvPlan plan_conv(const ConvShape& s, int threads);

@@ -301,6 +301,14 @@ double plan_time(const ConvShape& s, int64_t nc, int64_t panels_per_chunk, int t
   return *std::max_element(load, load + w);
 }
 
+// A tail panel of t < NR pixels costs a whole MR x NR tile per row panel; as dot products
+// (DotTile) it costs about its own t columns. Up to NR / 4 (Zen 3, AVX2, one layer at a
+// time, median of 15 alternating runs): 7x7 maps (49 = 3 * 16 + 1) 1x1 2048-512 59 -> 73,
+// 512-2048 62 -> 78, 3x3 512 52 -> 60 GFLOP/s; 14x14 (196 = 12 * 16 + 4) 75 -> 78. A tail
+// of 9 (13x13) was no faster, and a map of fewer than NR pixels all as dots (3x3: P = 9)
+// 2x slower.
+int64_t dot_tail_max(int64_t nr) { return nr / 4; }
+
 }  // namespace
 
 ConvPlan plan_conv(const ConvShape& s, int threads) {
@@ -340,6 +348,12 @@ ConvPlan plan_conv(const ConvShape& s, int threads) {
   p.tasks = images * p.col_blocks * p.m_chunks;
   p.slot_floats = p.kc * p.nc + 4 * p.nc;  // packed block + im2col's pixel table
   if (window_applies(s)) p.slot_floats += p.kc + window_floats(s, p.kc, p.nc);  // offsets, window
+  const int64_t tail = P % nr;
+  if (tail > 0 && tail <= dot_tail_max(nr)) {
+    p.dot_cols = tail;
+    p.dot_off = p.slot_floats;
+    p.slot_floats += tail * p.kc;
+  }
   return p;
 }
 
@@ -391,6 +405,15 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
       im2col_block(s, xg, k0, kc, j0, cols, nr, slot,
                    reinterpret_cast<int32_t*>(slot + p.kc * p.nc));
     }
+    // The tail pixels' B columns, transposed for the dot tiles: bt[j][kk].
+    const bool dot_tail = w.in_place && p.dot_cols > 0 && j1 == P;
+    const int64_t full_cols = dot_tail ? cols - p.dot_cols : cols;
+    float* bt = slot + p.dot_off;
+    if (dot_tail) {
+      const float* panel = slot + full_cols * kc;  // the last panel: [kc][nr]
+      for (int64_t j = 0; j < p.dot_cols; ++j)
+        for (int64_t kk = 0; kk < kc; ++kk) bt[j * kc + kk] = panel[kk * nr + j];
+    }
     Epilogue e;
     e.bias_per_row = true;
     e.beta = k0 > 0 ? 1.0f : 0.0f;
@@ -406,17 +429,40 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
     tile.ldc = P;
     // W in blocks of kMcPanels row panels (MC x KC, ~100 KB, stays in L2); within one,
     // the B strip (kc x NR) is outer: it stays in L1 while the W panels stream from L2.
-    for (int64_t pb = pi0; pb < pi1; pb += kMcPanels)
-    for (int64_t jq = 0; jq < cols; jq += nr) {
-      tile.b = slot + jq * kc;  // panel q starts at q * kc * NR
-      tile.nr = static_cast<int>(std::min(nr, cols - jq));
-      for (int64_t pi = pb; pi < std::min(pi1, pb + kMcPanels); ++pi) {
-        const int64_t i0 = pi * kGemmMR;
-        tile.a = w.in_place ? a + i0 * K + k0 : a + (pi * K + k0) * kGemmMR;
-        tile.mr = static_cast<int>(std::min<int64_t>(kGemmMR, Mg - i0));
-        e.bias = (k0 == 0 && w.bias) ? w.bias.get() + g * Mg + i0 : nullptr;
-        tile.c = yg + i0 * P + j0 + jq;
-        gemm_tile(tile, e);
+    for (int64_t pb = pi0; pb < pi1; pb += kMcPanels) {
+      for (int64_t jq = 0; jq < full_cols; jq += nr) {
+        tile.b = slot + jq * kc;  // panel q starts at q * kc * NR
+        tile.nr = static_cast<int>(std::min(nr, cols - jq));
+        for (int64_t pi = pb; pi < std::min(pi1, pb + kMcPanels); ++pi) {
+          const int64_t i0 = pi * kGemmMR;
+          tile.a = w.in_place ? a + i0 * K + k0 : a + (pi * K + k0) * kGemmMR;
+          tile.mr = static_cast<int>(std::min<int64_t>(kGemmMR, Mg - i0));
+          e.bias = (k0 == 0 && w.bias) ? w.bias.get() + g * Mg + i0 : nullptr;
+          tile.c = yg + i0 * P + j0 + jq;
+          gemm_tile(tile, e);
+        }
+      }
+      if (!dot_tail) continue;
+      // The same rows of W against the tail columns: pairs of columns 4 rows at a time,
+      // a last single column 8 rows at a time.
+      const int64_t r0 = pb * kGemmMR, r1 = std::min(Mg, std::min(pi1, pb + kMcPanels) * kGemmMR);
+      DotTile dt;
+      dt.K = kc;
+      dt.a_rs = K;
+      dt.ldbt = kc;
+      dt.ldc = P;
+      for (int64_t j = 0; j < p.dot_cols;) {
+        dt.cols = p.dot_cols - j >= 2 ? 2 : 1;
+        const int64_t step = dt.cols == 2 ? kDotMaxRows / 2 : kDotMaxRows;
+        dt.bt = bt + j * kc;
+        for (int64_t i0 = r0; i0 < r1; i0 += step) {
+          dt.rows = static_cast<int>(std::min(step, r1 - i0));
+          dt.a = a + i0 * K + k0;
+          dt.c = yg + i0 * P + j0 + full_cols + j;
+          e.bias = (k0 == 0 && w.bias) ? w.bias.get() + g * Mg + i0 : nullptr;
+          gemm_dot_tile(dt, e);
+        }
+        j += dt.cols;
       }
     }
   }

@@ -167,6 +167,81 @@ void TileImpl(const Tile& t, const Epilogue& e) {
   }
 }
 
+// Dot tiles (gemm.h, DotTile): 8 rows x 1 column or 4 rows x 2 columns, k along the
+// lanes, eight accumulators (enough independent FMA chains), one reduction per output.
+template <class D, class V>
+HWY_INLINE void FinishDot(D d, V acc, const float* a, const float* bt, int64_t k0, int64_t K,
+                          int64_t i, int64_t j, const DotTile& t, const Epilogue& e) {
+  float v = hn::GetLane(hn::SumOfLanes(d, acc));
+  for (int64_t k = k0; k < K; ++k) v += a[k] * bt[k];  // the K % lanes tail
+  if (e.bias) v += e.bias[i];
+  float* c = t.c + i * t.ldc + j;
+  if (e.beta != 0.0f) v += e.beta * *c;
+  *c = std::min(std::max(v, e.lo), e.hi);
+}
+
+void DotImpl(const DotTile& t, const Epilogue& e) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t K = t.K, Kv = K - K % L;
+  const int rows = t.rows;
+  // Rows beyond `rows` read row 0 again (always valid) and are never stored.
+  auto row = [&](int i) { return t.a + (i < rows ? i : 0) * t.a_rs; };
+  V s0 = hn::Zero(d), s1 = hn::Zero(d), s2 = hn::Zero(d), s3 = hn::Zero(d);
+  V s4 = hn::Zero(d), s5 = hn::Zero(d), s6 = hn::Zero(d), s7 = hn::Zero(d);
+  if (t.cols == 1) {
+    const float *a0 = row(0), *a1 = row(1), *a2 = row(2), *a3 = row(3);
+    const float *a4 = row(4), *a5 = row(5), *a6 = row(6), *a7 = row(7);
+    const float* b = t.bt;
+    for (int64_t k = 0; k < Kv; k += L) {
+      const V bv = hn::LoadU(d, b + k);
+      s0 = hn::MulAdd(hn::LoadU(d, a0 + k), bv, s0);
+      s1 = hn::MulAdd(hn::LoadU(d, a1 + k), bv, s1);
+      s2 = hn::MulAdd(hn::LoadU(d, a2 + k), bv, s2);
+      s3 = hn::MulAdd(hn::LoadU(d, a3 + k), bv, s3);
+      s4 = hn::MulAdd(hn::LoadU(d, a4 + k), bv, s4);
+      s5 = hn::MulAdd(hn::LoadU(d, a5 + k), bv, s5);
+      s6 = hn::MulAdd(hn::LoadU(d, a6 + k), bv, s6);
+      s7 = hn::MulAdd(hn::LoadU(d, a7 + k), bv, s7);
+    }
+    FinishDot(d, s0, a0, b, Kv, K, 0, 0, t, e);
+    if (rows > 1) FinishDot(d, s1, a1, b, Kv, K, 1, 0, t, e);
+    if (rows > 2) FinishDot(d, s2, a2, b, Kv, K, 2, 0, t, e);
+    if (rows > 3) FinishDot(d, s3, a3, b, Kv, K, 3, 0, t, e);
+    if (rows > 4) FinishDot(d, s4, a4, b, Kv, K, 4, 0, t, e);
+    if (rows > 5) FinishDot(d, s5, a5, b, Kv, K, 5, 0, t, e);
+    if (rows > 6) FinishDot(d, s6, a6, b, Kv, K, 6, 0, t, e);
+    if (rows > 7) FinishDot(d, s7, a7, b, Kv, K, 7, 0, t, e);
+    return;
+  }
+  const float *a0 = row(0), *a1 = row(1), *a2 = row(2), *a3 = row(3);
+  const float *b0 = t.bt, *b1 = t.bt + t.ldbt;
+  for (int64_t k = 0; k < Kv; k += L) {
+    const V u0 = hn::LoadU(d, b0 + k), u1 = hn::LoadU(d, b1 + k);
+    V av = hn::LoadU(d, a0 + k);
+    s0 = hn::MulAdd(av, u0, s0);
+    s1 = hn::MulAdd(av, u1, s1);
+    av = hn::LoadU(d, a1 + k);
+    s2 = hn::MulAdd(av, u0, s2);
+    s3 = hn::MulAdd(av, u1, s3);
+    av = hn::LoadU(d, a2 + k);
+    s4 = hn::MulAdd(av, u0, s4);
+    s5 = hn::MulAdd(av, u1, s5);
+    av = hn::LoadU(d, a3 + k);
+    s6 = hn::MulAdd(av, u0, s6);
+    s7 = hn::MulAdd(av, u1, s7);
+  }
+  FinishDot(d, s0, a0, b0, Kv, K, 0, 0, t, e);
+  FinishDot(d, s1, a0, b1, Kv, K, 0, 1, t, e);
+  if (rows > 1) FinishDot(d, s2, a1, b0, Kv, K, 1, 0, t, e);
+  if (rows > 1) FinishDot(d, s3, a1, b1, Kv, K, 1, 1, t, e);
+  if (rows > 2) FinishDot(d, s4, a2, b0, Kv, K, 2, 0, t, e);
+  if (rows > 2) FinishDot(d, s5, a2, b1, Kv, K, 2, 1, t, e);
+  if (rows > 3) FinishDot(d, s6, a3, b0, Kv, K, 3, 0, t, e);
+  if (rows > 3) FinishDot(d, s7, a3, b1, Kv, K, 3, 1, t, e);
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace kernels
 }  // namespace cpu_dense
@@ -181,10 +256,12 @@ namespace kernels {
 HWY_EXPORT(NrImpl);
 HWY_EXPORT(TargetImpl);
 HWY_EXPORT(TileImpl);
+HWY_EXPORT(DotImpl);
 
 int gemm_nr() { return HWY_DYNAMIC_DISPATCH(NrImpl)(); }
 const char* simd_target_name() { return HWY_DYNAMIC_DISPATCH(TargetImpl)(); }
 void gemm_tile(const Tile& t, const Epilogue& e) { HWY_DYNAMIC_DISPATCH(TileImpl)(t, e); }
+void gemm_dot_tile(const DotTile& t, const Epilogue& e) { HWY_DYNAMIC_DISPATCH(DotImpl)(t, e); }
 
 }  // namespace kernels
 }  // namespace cpu_dense

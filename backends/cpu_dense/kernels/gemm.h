@@ -52,6 +52,24 @@ struct Tile {
 };
 void gemm_tile(const Tile& t, const Epilogue& e);
 
+// The last few columns of a GEMM whose column count is not a multiple of NR (7x7 maps:
+// 49 = 3 * 16 + 1 pixels) as dot products along k instead of a mostly empty MR x NR
+// tile: C[i, j] for i < rows, j < cols from A(i, k) = a[i * a_rs + k] (rows contiguous in
+// k, as W read in place) and B(k, j) = bt[j * ldbt + k] (the columns, transposed).
+// cols == 1: rows <= 8; cols == 2: rows <= 4 (8 accumulators either way). Bias per row.
+struct DotTile {
+  int64_t K;
+  const float* a;
+  int64_t a_rs;
+  const float* bt;
+  int64_t ldbt;
+  float* c;
+  int64_t ldc;
+  int rows, cols;
+};
+constexpr int kDotMaxRows = 8;
+void gemm_dot_tile(const DotTile& t, const Epilogue& e);
+
 // 64-byte aligned float buffer.
 struct AlignedFree {
   void operator()(float* p) const;

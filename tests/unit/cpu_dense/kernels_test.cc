@@ -205,6 +205,12 @@ TEST_CASE("GEMM convolution matches the reference") {
       {1, 65, 17, 1, {1, 6, 6}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
       // K > KC (several K chunks with beta accumulation), wide M (several row chunks)
       {1, 64, 70, 1, {1, 7, 7}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+      // a tail of P % NR <= NR / 4 pixels (dot tiles; 33, 34, 66 leave 1-2 past every
+      // NR = 8, 16, 32; 3 is all tail for NR >= 16): odd rows, K % lanes, K > KC
+      {1, 40, 29, 1, {1, 3, 11}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      {1, 300, 13, 1, {1, 2, 17}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      {1, 30, 11, 1, {1, 11, 6}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+      {1, 7, 5, 1, {1, 1, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       // padding larger than the kernel's reach: whole zero rows / columns
       {1, 2, 3, 1, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1}, {0, 3, 3}, {0, 3, 3}},
       // groups (not depthwise)
