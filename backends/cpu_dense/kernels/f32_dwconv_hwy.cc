@@ -16,6 +16,7 @@
 #include "kernels/conv.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -393,8 +394,27 @@ void MaxBlockImpl(const ConvShape& s, int64_t block, const float* x, float* y, f
   GatherBlockOut(yout, OH * OW, y + block * L * OH * OW);
 }
 
+// Whether any of the n floats at p is NaN (one pass, no early exit: planes are small).
+bool AnyNaN(const float* p, int64_t n) {
+  const hn::ScalableTag<float> d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  auto m = hn::Ne(hn::Zero(d), hn::Zero(d));  // all false
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    const auto v = hn::LoadU(d, p + i);
+    m = hn::Or(m, hn::IsNaN(v));
+  }
+  bool any = !hn::AllFalse(d, m);
+  for (; i < n; ++i) any |= std::isnan(p[i]);
+  return any;
+}
+
 // Max over each window; NaN propagates (as the reference's "v > m || isnan(v)"). A
-// window wholly in the padding gives -inf.
+// window wholly in the padding gives -inf. A plane without NaN (checked first: one
+// compare per input float) takes plain Max, one instruction a tap, four output vectors
+// at a time so the chains overlap; the compare-and-select that keeps NaN is four a tap
+// and runs only for planes that hold one. Tap offsets come from a table built once per
+// plane (no divisions in the loops).
 void MaxPlaneImpl(const ConvShape& s, int64_t plane, const float* x, float* y, float* slot) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
@@ -402,22 +422,56 @@ void MaxPlaneImpl(const ConvShape& s, int64_t plane, const float* x, float* y, f
   const DwGeom g = dw_geom(s, L);
   const int64_t sw = s.s[2], sh = s.s[1], dw = s.d[2], dh = s.d[1];
   const int64_t KH = s.k[1], KW = s.k[2], OH = s.out[1], OW = s.out[2];
-  BuildPlane(s, x + plane * s.in[1] * s.in[2], -std::numeric_limits<float>::infinity(), slot);
+  const float* xp = x + plane * s.in[1] * s.in[2];
+  BuildPlane(s, xp, -std::numeric_limits<float>::infinity(), slot);
+  const bool nan = AnyNaN(xp, s.in[1] * s.in[2]);
   float* yp = y + plane * OH * OW;
   HWY_ALIGN float tmp[(HWY_MAX_BYTES / sizeof(float))];
   const V ninf = hn::Set(d, -std::numeric_limits<float>::infinity());
+  constexpr int64_t kMaxTaps = 64;
+  int64_t off[kMaxTaps];
+  const int64_t taps = KH * KW;
+  const bool table = taps <= kMaxTaps;
+  if (table)
+    for (int64_t kh = 0; kh < KH; ++kh)
+      for (int64_t kw = 0; kw < KW; ++kw) {
+        const int64_t c = kw * dw;
+        off[kh * KW + kw] = (kh * dh * sw + c % sw) * g.width + c / sw;
+      }
+  auto tap_off = [&](int64_t t) {
+    if (table) return off[t];
+    const int64_t c = (t % KW) * dw;
+    return ((t / KW) * dh * sw + c % sw) * g.width + c / sw;
+  };
+  const int64_t row_step = sh * sw * g.width;
   for (int64_t oh = 0; oh < OH; ++oh) {
     float* yr = yp + oh * OW;
-    for (int64_t ow = 0; ow < OW; ow += L) {
+    const float* base = slot + oh * row_step;
+    int64_t ow = 0;
+    if (!nan && table)
+      for (; ow + 4 * L <= OW; ow += 4 * L) {
+        V m0 = ninf, m1 = ninf, m2 = ninf, m3 = ninf;
+        for (int64_t t = 0; t < taps; ++t) {
+          const float* p = base + off[t] + ow;
+          m0 = hn::Max(m0, hn::LoadU(d, p));
+          m1 = hn::Max(m1, hn::LoadU(d, p + L));
+          m2 = hn::Max(m2, hn::LoadU(d, p + 2 * L));
+          m3 = hn::Max(m3, hn::LoadU(d, p + 3 * L));
+        }
+        hn::StoreU(m0, d, yr + ow);
+        hn::StoreU(m1, d, yr + ow + L);
+        hn::StoreU(m2, d, yr + ow + 2 * L);
+        hn::StoreU(m3, d, yr + ow + 3 * L);
+      }
+    for (; ow < OW; ow += L) {
       V m = ninf;
-      for (int64_t kh = 0; kh < KH; ++kh) {
-        const int64_t r = oh * sh + kh * dh;
-        for (int64_t kw = 0; kw < KW; ++kw) {
-          const int64_t c = kw * dw;
-          const V v = hn::LoadU(d, slot + (r * sw + c % sw) * g.width + ow + c / sw);
+      if (nan)
+        for (int64_t t = 0; t < taps; ++t) {
+          const V v = hn::LoadU(d, base + tap_off(t) + ow);
           m = hn::IfThenElse(hn::Or(hn::Gt(v, m), hn::IsNaN(v)), v, m);
         }
-      }
+      else
+        for (int64_t t = 0; t < taps; ++t) m = hn::Max(m, hn::LoadU(d, base + tap_off(t) + ow));
       if (ow + L <= OW) {
         hn::StoreU(m, d, yr + ow);
       } else {

@@ -324,7 +324,7 @@ TEST_CASE("direct max pooling matches the reference (pads, strides, dilation, ce
   for (int64_t k : {1, 2, 3, 5})
     for (int64_t st : {1, 2, 3})
       for (int64_t pad : {0, 1, 2})
-        for (int64_t w : {1, 6, 17, 56})
+        for (int64_t w : {1, 6, 17, 56, 140})  // 140: four-vector runs at 16 lanes
           for (int64_t extra : {0, 1}) {  // extra: a ceil_mode-like partial last window
             if (pad >= k) continue;
             ConvCase c{2, 3, 3, 3, {1, 7, w}, {1, k, k}, {1, st, st}, {1, 1, (k > 2 ? 2 : 1)},
