@@ -18,7 +18,6 @@ namespace {
 constexpr int64_t kMaxKC = 256;
 constexpr int64_t kPanelsPerBlock = 8;  // NC = 8 * NR
 constexpr int64_t kMcPanels = 16;       // MC = 16 * 6 rows of W per L2 block
-constexpr int64_t kInPlaceBMaxRows = 128;  // 1x1 convs with this few rows read B from X
 
 // The B block for rows [k0, k0 + kc) and pixels [j0, j0 + cols), in panel layout
 // dst[panel][kk][0..nr): B[k, p] = X[c, id, ih, iw] for k = (c, kd, kh, kw), zero where the
@@ -376,13 +375,6 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
   const float* xg = x + (n * s.C + g * Cg) * s.Pin();
   float* yg = y + (n * s.M + g * Mg) * P;
   const bool direct = s.pointwise();
-  // A 1x1 conv with few output channels reads its whole B panels from X in place: packing
-  // costs one copy of the block, which only Mg / 6 tiles then share (Zen 3, one layer,
-  // 15-21 alternating runs, packed -> in place: 64 -> 16 channels at 55x55 29 -> 41,
-  // mobilenet_v2's 96 -> 24 at 56x56 38 -> 55, 192 -> 32 at 28x28 41 -> 60, 128 -> 128 at
-  // 28x28 77 -> 82 GFLOP/s). From 256 rows the packed strip's locality wins (1024 -> 256
-  // at 14x14 80 -> 74, 512 -> 1000 at 13x13 79 -> 73). The partial last panel is packed.
-  const bool b_in_place = direct && Mg <= kInPlaceBMaxRows;
   const bool windowed = window_applies(s);
   const WindowGeom wg = windowed ? window_geom(s, j0, j1) : WindowGeom{};
   const WindowRuns runs = windowed ? window_runs(s, wg, j0, cols, nr,
@@ -392,13 +384,12 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
   for (int64_t k0 = 0; k0 < K; k0 += p.kc) {
     const int64_t kc = std::min(p.kc, K - k0);
     // B in panel layout, [NR-column panel][kc][NR]: each tile reads one contiguous,
-    // aligned kc x NR strip. (Reading a 1x1 conv's X in place was measured slower for
-    // many output channels: its rows start mid cache line, and power-of-two row strides
-    // map a strip onto a few L1 sets; with few channels it wins, see b_in_place.)
+    // aligned kc x NR strip. (Reading a 1x1 conv's X in place was measured slower: its rows
+    // start mid cache line, and power-of-two row strides map a strip onto a few L1 sets.)
     if (direct) {
       for (int64_t kk = 0; kk < kc; ++kk) {
         const float* src = xg + (k0 + kk) * P + j0;
-        for (int64_t jq = b_in_place ? cols / nr * nr : 0; jq < cols; jq += nr) {
+        for (int64_t jq = 0; jq < cols; jq += nr) {
           float* o = slot + jq * kc + kk * nr;
           const int64_t n = std::min(nr, cols - jq);
           for (int64_t q = 0; q < n; ++q) o[q] = src[jq + q];
@@ -440,10 +431,8 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
     // the B strip (kc x NR) is outer: it stays in L1 while the W panels stream from L2.
     for (int64_t pb = pi0; pb < pi1; pb += kMcPanels) {
       for (int64_t jq = 0; jq < full_cols; jq += nr) {
+        tile.b = slot + jq * kc;  // panel q starts at q * kc * NR
         tile.nr = static_cast<int>(std::min(nr, cols - jq));
-        const bool in_x = b_in_place && tile.nr == nr;
-        tile.b = in_x ? xg + k0 * P + j0 + jq : slot + jq * kc;  // panel q starts at q * kc * NR
-        tile.ldb = in_x ? P : nr;
         for (int64_t pi = pb; pi < std::min(pi1, pb + kMcPanels); ++pi) {
           const int64_t i0 = pi * kGemmMR;
           tile.a = w.in_place ? a + i0 * K + k0 : a + (pi * K + k0) * kGemmMR;
