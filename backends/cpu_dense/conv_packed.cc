@@ -10,6 +10,11 @@ int64_t scratch_slots(int64_t tasks, int threads) {
   return std::max<int64_t>(1, std::min<int64_t>({tasks, kernels::kConvMaxSlots, 4 * threads}));
 }
 
+int64_t max_scratch_slots(int64_t tasks, int64_t slot_floats) {
+  const int64_t by_bytes = kMaxSlotsBytes / std::max<int64_t>(1, slot_floats * int64_t(sizeof(float)));
+  return std::max<int64_t>(1, std::min<int64_t>({tasks, kernels::kConvMaxSlots, by_bytes}));
+}
+
 kernels::ConvShape conv_shape(const Axis ax[kMaxSpatial], int64_t N, int64_t C, int64_t M,
                               int64_t group) {
   kernels::ConvShape s;
@@ -60,9 +65,16 @@ ConvPacked::ConvPacked(const float* w, int64_t M, int64_t Cg, int64_t taps, int6
 // run channel-blocked: on mobilenet_v2 (Xeon, 1 thread, `minnow bench --profile`, 200 runs)
 // 960 x 7x7 0.45 -> 0.10 ms, 384 x 14x14 0.46 -> 0.16, 192 x 28x28 0.26 -> 0.21, the
 // stride-2 layers into 28 / 14 / 7 wide 0.24 -> 0.14, 0.16 -> 0.04, 0.18 -> 0.03; the 56-
-// and 112-wide planes stay faster as planes (0.26 vs 0.37, 0.19 vs 0.34 ms).
+// and 112-wide planes stayed faster as planes (0.26 vs 0.37, 0.19 vs 0.34 ms): gathers.
+// Where the blocks are built by register transposes (AVX2, SSE4, NEON) they win at every
+// width (Zen 3, 41 runs, plane -> block: 144 x 56x56 568 -> 395 us, 96 x 112 -> 56 stride
+// 2 854 -> 500, 192 x 28x28 274 -> 136), so they are used up to slots of 512 KB (a
+// 112x112 plane's 0.8 MB block was no faster: 356 vs 339 us).
 bool ConvPacked::use_dw_block(const kernels::ConvShape& s) const {
-  return kernels::dwconv_block_applies(s) && s.out[2] < 2 * kernels::dwconv_block_lanes();
+  if (!kernels::dwconv_block_applies(s)) return false;
+  if (s.out[2] < 2 * kernels::dwconv_block_lanes()) return true;
+  return kernels::dwconv_block_transposes() &&
+         kernels::dwconv_block_slot_floats(s) * int64_t(sizeof(float)) <= (int64_t(512) << 10);
 }
 
 bool ConvPacked::use_winograd(const kernels::ConvShape& s) const {
@@ -77,7 +89,7 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s) const {
            sizeof(float);
   }
   if (depthwise_ && use_dw_block(s))
-    return size_t(std::min<int64_t>(s.N * s.M / kernels::dwconv_block_lanes(), kernels::kConvMaxSlots)) *
+    return size_t(max_scratch_slots(s.N * s.M / kernels::dwconv_block_lanes(), kernels::dwconv_block_slot_floats(s))) *
            size_t(kernels::dwconv_block_slot_floats(s)) * sizeof(float);
   if (depthwise_)
     return size_t(std::min<int64_t>(s.N * s.M, kernels::kConvMaxSlots)) *

@@ -17,14 +17,19 @@ namespace cpu_dense {
 // Scratch slots for `tasks` over `threads`: each parallel work item owns one slot and runs
 // its tasks one after the other, so concurrently running items never share memory.
 int64_t scratch_slots(int64_t tasks, int threads);
+// The most slots of slot_floats floats a kernel asks scratch for (any thread count): at
+// most kConvMaxSlots, and no more than kMaxSlotsBytes in all (at least one), so a kernel
+// with large slots (a channel block of a 56x56 plane is ~0.2-0.5 MB) does not ask 16 of them.
+constexpr int64_t kMaxSlotsBytes = int64_t(4) << 20;
+int64_t max_scratch_slots(int64_t tasks, int64_t slot_floats);
 
 // Runs fn(item, slot) for the items [0, count) in parallel: they are split evenly over
-// scratch_slots(count, threads) slots of slot_floats floats each, one slot's items one
+// scratch_slots(count, threads) slots (at most max_scratch_slots) of slot_floats floats each, one slot's items one
 // after another (so no two running items share a slot). Throws (naming `what`) when the
 // scratch the kernel asked for is too small.
 template <class F>
 void run_in_slots(const RunContext& ctx, int64_t count, int64_t slot_floats, const char* what, F fn) {
-  const int64_t slots = scratch_slots(count, ctx.num_threads());
+  const int64_t slots = std::min(scratch_slots(count, ctx.num_threads()), max_scratch_slots(count, slot_floats));
   if (ctx.scratch_size() < size_t(slots * slot_floats) * sizeof(float))
     throw PluginError(std::string(what) + ": scratch too small");
   float* scratch = static_cast<float*>(ctx.scratch());

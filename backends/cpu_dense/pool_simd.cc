@@ -12,22 +12,18 @@ bool maxpool_simd_shape(const Axis ax[kMaxSpatial], int64_t N, int64_t C, kernel
 }
 
 namespace {
-// Channel-blocked for output planes narrower than two vectors (as the depthwise
-// convolution), planes otherwise. On the Xeon (AVX-512, 1 thread, `minnow bench
-// --profile`) blocks beat the old plane kernel everywhere: squeezenet1_1's 64 x 55x55,
-// 128 x 27x27 and 256 x 13x13 pools 0.47 / 0.29 / 0.20 -> 0.32 / 0.13 / 0.06 ms. The plane
-// kernel then got a NaN-free fast path (plain Max, four vectors at a time, no divisions):
-// on the Zen 3 (AVX2, 41 alternating runs) planes 806 / 459 / 271 -> 519 / 269 / 195 us
-// against blocks 674 / 291 / 141 us (its gathers are slow), and resnet's 64 x 112 -> 56
-// 786 -> 410 us against 624. Not re-measured on the Xeon since.
-bool use_block(const kernels::ConvShape& s) {
-  return kernels::maxpool_block_applies(s) && s.out[2] < 2 * kernels::dwconv_block_lanes();
-}
+// Channel-blocked wherever it applies. On the Xeon (AVX-512, 1 thread, `minnow bench
+// --profile`) squeezenet1_1's 64 x 55x55, 128 x 27x27 and 256 x 13x13 pools 0.47 / 0.29 /
+// 0.20 -> 0.32 / 0.13 / 0.06 ms, resnet18's 64 x 112 -> 56 0.60-0.66 -> 0.41-0.42 ms. On
+// the Zen 3 (AVX2) the blocks' gathers were slower than planes at 55x55 and 112x112 until
+// they became register transposes (41 alternating runs, plane / block: 467 / 304,
+// 361 / 126, 253 / 63 us for squeezenet's three pools, 487 / 303 us for resnet's).
+bool use_block(const kernels::ConvShape& s) { return kernels::maxpool_block_applies(s); }
 }  // namespace
 
 size_t maxpool_simd_scratch(const kernels::ConvShape& s) {
   if (use_block(s))
-    return size_t(std::min<int64_t>(s.N * s.C / kernels::dwconv_block_lanes(), kernels::kConvMaxSlots)) *
+    return size_t(max_scratch_slots(s.N * s.C / kernels::dwconv_block_lanes(), kernels::dwconv_block_slot_floats(s))) *
            size_t(kernels::dwconv_block_slot_floats(s)) * sizeof(float);
   return size_t(std::min<int64_t>(s.N * s.C, kernels::kConvMaxSlots)) *
          size_t(kernels::dwconv_slot_floats(s)) * sizeof(float);

@@ -103,6 +103,8 @@ void dwconv_plane(const ConvShape& s, int64_t plane, const float* x, const float
 constexpr int64_t kDwBlockMaxTaps = 25;
 bool dwconv_block_applies(const ConvShape& s);
 int64_t dwconv_block_lanes();
+// Whether this target builds and writes back the blocks by register transposes (else gathers).
+bool dwconv_block_transposes();
 int64_t dwconv_block_slot_floats(const ConvShape& s);
 void dwconv_block(const ConvShape& s, int64_t block, const float* x, const float* w,
                   const float* bias, float* y, float* slot, float lo, float hi);
