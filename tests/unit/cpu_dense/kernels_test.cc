@@ -211,6 +211,9 @@ TEST_CASE("GEMM convolution matches the reference") {
       {1, 300, 13, 1, {1, 2, 17}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       {1, 30, 11, 1, {1, 11, 6}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
       {1, 7, 5, 1, {1, 1, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      // a B block over 64 KB (W blocks of 16 row panels, not one panel at a time), M over
+      // one such block, two k-blocks, a dot tail at NR = 16 and 32
+      {1, 260, 100, 1, {1, 12, 11}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       // padding larger than the kernel's reach: whole zero rows / columns
       {1, 2, 3, 1, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1}, {0, 3, 3}, {0, 3, 3}},
       // groups (not depthwise)
