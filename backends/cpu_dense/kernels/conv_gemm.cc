@@ -18,7 +18,8 @@ namespace {
 constexpr int64_t kMaxKC = 256;
 constexpr int64_t kPanelsPerBlock = 8;  // NC = 8 * NR
 constexpr int64_t kMcPanels = 16;       // MC = 16 * 6 rows of W per L2 block
-constexpr int64_t kRowsOuterMaxBytes = 64 * 1024;  // B blocks this small: row panels outer
+constexpr int64_t kRowsOuterMaxBytes = 64 * 1024;
+constexpr int64_t kStreamedWBytes = int64_t(4) << 20;  // plan_time: W re-read per column block  // B blocks this small: row panels outer
 
 // The B block for rows [k0, k0 + kc) and pixels [j0, j0 + cols), in panel layout
 // dst[panel][kk][0..nr): B[k, p] = X[c, id, ih, iw] for k = (c, kd, kh, kw), zero where the
@@ -276,14 +277,20 @@ namespace {
 // per image and group) longest first, each given to the least loaded worker (a
 // parallel_for balances about that well). A task costs its GEMM (~70 GFLOP/s), its own B
 // block (im2col or copy, ~0.3 ns per float; redone by every row chunk of a column block)
-// and ~1 us to start. No allocation: it runs in every Conv's run.
+// and ~1 us to start. A W of 4 MB or more also costs each task its rows of W (~0.5 ns a
+// float): every column block streams all of W again. Without that, resnet18's 512-channel
+// 7x7 layers (W 9.4 MB) split into column blocks of 32 and 17 pixels and scaled 1.4x on
+// two threads; with it, one block of 49 in two row chunks (Zen 3, `--profile`, 5 rounds:
+// its 7x7 convs 7.4 -> 5.7 ms, resnet50's 11.5 -> 9.7 ms). Charging it from 512 KB on made
+// the 14x14 layers (W 1-2.4 MB, still in L3 for the second block) 16-22 % slower.
 double plan_time(const ConvShape& s, int64_t nc, int64_t panels_per_chunk, int threads) {
   const int64_t K = s.K(), P = s.P(), Mg = s.Mg(), images = s.N * s.group;
   const int64_t rows = panels_per_chunk * kGemmMR;
   const int64_t blocks = (P + nc - 1) / nc, chunks = (Mg + rows - 1) / rows;
   const int64_t last_cols = P - (blocks - 1) * nc, last_rows = Mg - (chunks - 1) * rows;
+  const double w_ns = Mg * K * int64_t(sizeof(float)) >= kStreamedWBytes ? 0.5 : 0.0;
   auto cost = [&](int64_t cols, int64_t r) {
-    return double(cols) * double(K) * (double(r) * 2.0 / 70.0 + 0.3) + 1000.0;
+    return double(cols) * double(K) * (double(r) * 2.0 / 70.0 + 0.3) + double(r) * double(K) * w_ns + 1000.0;
   };
   // The four task sizes (full, last column block, last row chunk, both) and their counts.
   struct Group {
