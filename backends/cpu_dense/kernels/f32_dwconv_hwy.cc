@@ -95,6 +95,22 @@ HWY_INLINE void StoreClamped(D d, V v, float* p, int64_t n, float* tmp) {
   }
 }
 
+// Each tap's offset in the padded, phase-split plane from a row's origin: tap t = kh * KW
+// + kw reads phase (kw * dw) % sw of row kh * dh, index (kw * dw) / sw.
+inline int64_t TapOffset(const ConvShape& s, const DwGeom& g, int64_t t) {
+  const int64_t sw = s.s[2], c = (t % s.k[2]) * s.d[2];
+  return ((t / s.k[2]) * s.d[1] * sw + c % sw) * g.width + c / sw;
+}
+// The offsets of all taps into off[kMaxTaps], computed once per plane (no divisions in the
+// loops); false (nothing written) when there are more taps than that.
+constexpr int64_t kMaxTaps = 64;
+inline bool TapOffsets(const ConvShape& s, const DwGeom& g, int64_t* off) {
+  const int64_t taps = s.k[1] * s.k[2];
+  if (taps > kMaxTaps) return false;
+  for (int64_t t = 0; t < taps; ++t) off[t] = TapOffset(s, g, t);
+  return true;
+}
+
 void PlaneImpl(const ConvShape& s, int64_t plane, const float* x, const float* w,
                const float* bias, float* y, float* slot, float lo, float hi) {
   const hn::ScalableTag<float> d;
@@ -115,18 +131,10 @@ void PlaneImpl(const ConvShape& s, int64_t plane, const float* x, const float* w
   const V vb = hn::Set(d, bias ? bias[m] : 0.0f);
   const V vlo = hn::Set(d, lo), vhi = hn::Set(d, hi);
   HWY_ALIGN float tmp[(HWY_MAX_BYTES / sizeof(float))];
-  // Each tap's offset in the padded plane from a row's origin, computed once (no
-  // divisions in the loops); more taps than this table holds are computed inline.
-  constexpr int64_t kMaxTaps = 64;
+  // Tap offsets from a table (more taps than it holds are computed inline).
   int64_t off[kMaxTaps];
   const int64_t taps = KH * KW;
-  const bool table = taps <= kMaxTaps;
-  if (table)
-    for (int64_t kh = 0; kh < KH; ++kh)
-      for (int64_t kw = 0; kw < KW; ++kw) {
-        const int64_t c = kw * dw;
-        off[kh * KW + kw] = (kh * dh * sw + c % sw) * g.width + c / sw;
-      }
+  const bool table = TapOffsets(s, g, off);
   const int64_t row_step = sh * sw * g.width;  // padded floats between output rows
   for (int64_t oh = 0; oh < OH; ++oh) {
     float* yr = yp + oh * OW;
@@ -489,7 +497,7 @@ void MaxPlaneImpl(const ConvShape& s, int64_t plane, const float* x, float* y, f
   using V = hn::Vec<decltype(d)>;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   const DwGeom g = dw_geom(s, L);
-  const int64_t sw = s.s[2], sh = s.s[1], dw = s.d[2], dh = s.d[1];
+  const int64_t sw = s.s[2], sh = s.s[1];
   const int64_t KH = s.k[1], KW = s.k[2], OH = s.out[1], OW = s.out[2];
   const float* xp = x + plane * s.in[1] * s.in[2];
   BuildPlane(s, xp, -std::numeric_limits<float>::infinity(), slot);
@@ -497,21 +505,10 @@ void MaxPlaneImpl(const ConvShape& s, int64_t plane, const float* x, float* y, f
   float* yp = y + plane * OH * OW;
   HWY_ALIGN float tmp[(HWY_MAX_BYTES / sizeof(float))];
   const V ninf = hn::Set(d, -std::numeric_limits<float>::infinity());
-  constexpr int64_t kMaxTaps = 64;
   int64_t off[kMaxTaps];
   const int64_t taps = KH * KW;
-  const bool table = taps <= kMaxTaps;
-  if (table)
-    for (int64_t kh = 0; kh < KH; ++kh)
-      for (int64_t kw = 0; kw < KW; ++kw) {
-        const int64_t c = kw * dw;
-        off[kh * KW + kw] = (kh * dh * sw + c % sw) * g.width + c / sw;
-      }
-  auto tap_off = [&](int64_t t) {
-    if (table) return off[t];
-    const int64_t c = (t % KW) * dw;
-    return ((t / KW) * dh * sw + c % sw) * g.width + c / sw;
-  };
+  const bool table = TapOffsets(s, g, off);
+  auto tap_off = [&](int64_t t) { return table ? off[t] : TapOffset(s, g, t); };
   const int64_t row_step = sh * sw * g.width;
   for (int64_t oh = 0; oh < OH; ++oh) {
     float* yr = yp + oh * OW;

@@ -1,31 +1,7 @@
-// The cpu_sparse tests' main. On x86 the whole suite runs once per SIMD target this CPU
-// can run (on an AVX-512 machine: AVX-512, AVX2, SSE4 ...), each forced in turn through
-// Highway's dispatch, so the kernels of every target are checked here and not only the
-// best one's (the AVX2 tiles, for one, would otherwise go untested on an AVX-512 machine).
-// The plugins share libhwy's dispatch, so the backend tests follow the same target. On Arm
-// the qemu runs pick the target (scripts/arm64/test_kernels.sh).
+// The cpu_sparse tests' main: every test once per SIMD target (simd_targets_main.h), so the
+// AVX2 tiles, for one, are checked on an AVX-512 machine too. The plugins share libhwy's
+// dispatch, so the backend tests follow the same target.
 #define DOCTEST_CONFIG_IMPLEMENT
-#include <doctest/doctest.h>
+#include "../simd_targets_main.h"
 
-#include <hwy/targets.h>
-
-#include <cstdio>
-
-int main(int argc, char** argv) {
-#if HWY_ARCH_X86
-  int rc = 0;
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    if (target == HWY_SCALAR) continue;  // x86 always has SSE4 or better: scalar never runs
-    hwy::SetSupportedTargetsForTest(target);
-    std::printf("== cpu_sparse tests with SIMD target %s\n", hwy::TargetName(target));
-    doctest::Context ctx(argc, argv);
-    rc |= ctx.run();
-    if (ctx.shouldExit()) break;
-  }
-  hwy::SetSupportedTargetsForTest(0);
-  return rc;
-#else
-  doctest::Context ctx(argc, argv);
-  return ctx.run();
-#endif
-}
+int main(int argc, char** argv) { return run_per_simd_target(argc, argv, "cpu_sparse tests"); }
