@@ -18,8 +18,8 @@ namespace {
 constexpr int64_t kMaxKC = 256;
 constexpr int64_t kPanelsPerBlock = 8;  // NC = 8 * NR
 constexpr int64_t kMcPanels = 16;       // MC = 16 * 6 rows of W per L2 block
-constexpr int64_t kRowsOuterMaxBytes = 64 * 1024;
-constexpr int64_t kStreamedWBytes = int64_t(4) << 20;  // plan_time: W re-read per column block  // B blocks this small: row panels outer
+constexpr int64_t kRowsOuterMaxBytes = 64 * 1024;      // B blocks this small: row panels outer
+constexpr int64_t kStreamedWBytes = int64_t(4) << 20;  // plan_time: W re-read per column block
 
 // The B block for rows [k0, k0 + kc) and pixels [j0, j0 + cols), in panel layout
 // dst[panel][kk][0..nr): B[k, p] = X[c, id, ih, iw] for k = (c, kd, kh, kw), zero where the
@@ -447,6 +447,7 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
     // unchanged (a chain of mobilenet_v2's first layers, input written by the one before:
     // 16 -> 96 3222 -> 1268 us, 24 -> 144 1310 -> 588 us).
     const int64_t mcp = kc * cols * int64_t(sizeof(float)) <= kRowsOuterMaxBytes ? 1 : kMcPanels;
+    int64_t dot_r0 = pi0 * kGemmMR;  // first row the dot tiles have not done yet
     for (int64_t pb = pi0; pb < pi1; pb += mcp) {
       for (int64_t jq = 0; jq < full_cols; jq += nr) {
         tile.b = slot + jq * kc;  // panel q starts at q * kc * NR
@@ -460,10 +461,12 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
           gemm_tile(tile, e);
         }
       }
-      if (!dot_tail) continue;
-      // The same rows of W against the tail columns: pairs of columns 4 rows at a time,
-      // a last single column 8 rows at a time.
-      const int64_t r0 = pb * kGemmMR, r1 = std::min(Mg, std::min(pi1, pb + mcp) * kGemmMR);
+      // Every kMcPanels row panels (and at the end), the same rows of W against the tail
+      // columns: pairs of columns 4 rows at a time, a last single column 8 rows at a time.
+      const int64_t done = std::min(pi1, pb + mcp);
+      if (!dot_tail || ((done - pi0) % kMcPanels != 0 && done < pi1)) continue;
+      const int64_t r0 = dot_r0, r1 = std::min(Mg, done * kGemmMR);
+      dot_r0 = r1;
       DotTile dt;
       dt.K = kc;
       dt.a_rs = K;

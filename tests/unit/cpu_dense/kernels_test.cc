@@ -214,6 +214,9 @@ TEST_CASE("GEMM convolution matches the reference") {
       // a B block over 64 KB (W blocks of 16 row panels, not one panel at a time), M over
       // one such block, two k-blocks, a dot tail at NR = 16 and 32
       {1, 260, 100, 1, {1, 12, 11}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      // a small B block (one row panel at a time) with more rows than 16 panels: the dot
+      // tiles run per 16 panels and for the rest
+      {1, 16, 130, 1, {1, 3, 11}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       // padding larger than the kernel's reach: whole zero rows / columns
       {1, 2, 3, 1, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1}, {0, 3, 3}, {0, 3, 3}},
       // groups (not depthwise)
