@@ -64,17 +64,17 @@ ConvPacked::ConvPacked(const float* w, int64_t M, int64_t Cg, int64_t taps, int6
 // Depthwise planes narrower than two vectors (7, 14 and 28 wide with AVX-512's 16 lanes)
 // run channel-blocked: on mobilenet_v2 (Xeon, 1 thread, `minnow bench --profile`, 200 runs)
 // 960 x 7x7 0.45 -> 0.10 ms, 384 x 14x14 0.46 -> 0.16, 192 x 28x28 0.26 -> 0.21, the
-// stride-2 layers into 28 / 14 / 7 wide 0.24 -> 0.14, 0.16 -> 0.04, 0.18 -> 0.03; the 56-
-// and 112-wide planes stayed faster as planes (0.26 vs 0.37, 0.19 vs 0.34 ms): gathers.
-// Where the blocks are built by register transposes (AVX2, SSE4, NEON) they win at every
-// width (Zen 3, 41 runs, plane -> block: 144 x 56x56 568 -> 395 us, 96 x 112 -> 56 stride
-// 2 854 -> 500, 192 x 28x28 274 -> 136), so they are used up to slots of 512 KB (a
-// 112x112 plane's 0.8 MB block was no faster: 356 vs 339 us).
+// stride-2 layers into 28 / 14 / 7 wide 0.24 -> 0.14, 0.16 -> 0.04, 0.18 -> 0.03. Where the
+// blocks are built by register transposes (AVX-512, AVX2, SSE4, NEON) they also win on
+// wider planes, up to 56 wide outputs: Zen 3 (41 runs, plane -> block) 144 x 56x56 568 ->
+// 395 us, 96 x 112 -> 56 stride 2 854 -> 500; Xeon, blocks processed in chunks of rows
+// (kernels/f32_dwconv_hwy.cc; 31 alternating runs) 144 x 56x56 490 -> 458 us, 96 x 112 ->
+// 56 796 -> 470, 144 x 56 -> 28 531 -> 175. 112-wide outputs stay planes (a row is seven
+// whole vectors; 32 x 112x112: 307 vs 379 us on the Xeon, 339 vs 356 on the Zen 3).
 bool ConvPacked::use_dw_block(const kernels::ConvShape& s) const {
   if (!kernels::dwconv_block_applies(s)) return false;
   if (s.out[2] < 2 * kernels::dwconv_block_lanes()) return true;
-  return kernels::dwconv_block_transposes() &&
-         kernels::dwconv_block_slot_floats(s) * int64_t(sizeof(float)) <= (int64_t(512) << 10);
+  return kernels::dwconv_block_transposes() && s.out[2] < 64;
 }
 
 bool ConvPacked::use_winograd(const kernels::ConvShape& s) const {

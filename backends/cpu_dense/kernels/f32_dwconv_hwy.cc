@@ -241,16 +241,35 @@ void PlaneImpl(const ConvShape& s, int64_t plane, const float* x, const float* w
 // used), and the outputs go back to planes by gathers of L pixels of one channel.
 
 
+// A block is processed in chunks of `chunk` output rows: the padded input rows a chunk
+// reads (in_rows of them) are built, its outputs computed and written back, all within
+// L1. Built whole, a 56x56 block's input was 0.2 MB and a 112x112 one's 0.8 MB: written
+// out to L2 and read back for the taps, and the output block the same again; planes were
+// faster there. A chunk covers at least kDwChunkPixels outputs, rounded up to whole
+// vectors of pixels when that stays small (the write-back then needs no gathers).
+constexpr int64_t kDwChunkPixels = 128;
 struct DwBlockGeom {
-  int64_t rows, cols, in_floats, out_floats;
+  int64_t chunk, in_rows, cols, in_floats, out_floats;
 };
 inline DwBlockGeom dw_block_geom(const ConvShape& s, int64_t L) {
   DwBlockGeom g;
-  g.rows = (s.out[1] - 1) * s.s[1] + (s.k[1] - 1) * s.d[1] + 1;
+  const int64_t OH = s.out[1], OW = s.out[2];
+  int64_t rows = std::min(OH, (kDwChunkPixels + OW - 1) / OW);
+  int64_t whole = L;  // rows whose pixels make whole vectors: L / gcd(OW, L)
+  for (int64_t a = OW, b = L; b != 0;) {
+    const int64_t t = a % b;
+    a = b;
+    b = t;
+    if (b == 0) whole = L / a;
+  }
+  const int64_t rounded = (rows + whole - 1) / whole * whole;
+  if (rounded * OW <= 4 * kDwChunkPixels) rows = rounded;
+  g.chunk = std::min(OH, rows);
+  g.in_rows = (g.chunk - 1) * s.s[1] + (s.k[1] - 1) * s.d[1] + 1;
   g.cols = (s.out[2] - 1) * s.s[2] + (s.k[2] - 1) * s.d[2] + 1;
-  g.in_floats = g.rows * g.cols * L;
+  g.in_floats = g.in_rows * g.cols * L;
   // outputs rounded up to whole vectors of pixels, so the write-back gathers stay inside
-  g.out_floats = (s.out[1] * s.out[2] + L - 1) / L * L * L;
+  g.out_floats = (g.chunk * OW + L - 1) / L * L * L;
   return g;
 }
 
@@ -260,11 +279,50 @@ int64_t DwBlockSlotFloatsImpl(const ConvShape& s) {
 }
 
 // Channel blocks are built and written back by transposing L x L tiles in registers where
-// the target has fixed 4- or 8-lane vectors (SSE4 / NEON, AVX2): L loads, 2-3 rounds of
-// interleaves, L stores, instead of one gather per pixel, which on the Zen 3 cost more
-// than the block's arithmetic (mobilenet_v2's 7x7 and 14x14 depthwise layers). Other
-// targets (AVX-512, SVE, scalar) gather: the Xeon's gathers were fast enough.
-#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3 || HWY_TARGET == HWY_NEON
+// the target has fixed 4-, 8- or 16-lane vectors (SSE4 / NEON, AVX2, AVX-512): L loads,
+// 2-4 rounds of shuffles, L stores, instead of one gather per pixel, which on the Zen 3
+// cost more than the block's arithmetic (mobilenet_v2's 7x7 and 14x14 depthwise layers).
+// On the Xeon (AVX-512, one layer alone, 31 alternating runs) 16 x 16 transposes against
+// gathers: depthwise 144 x 56 -> 28 175 vs 241 us, 192 x 28x28 122 vs 152, 384 x 14x14 74
+// vs 84; max pooling 64 x 111 -> 55 347 vs 483, 128 x 55 -> 27 166 vs 207. SVE and scalar
+// targets gather.
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#define MINNOW_DW_TRANSPOSE 1
+// Transposes the 16 x 16 floats whose rows start at src + i * ss into rows at dst + j * ds:
+// interleaves of pairs and quads within each 128-bit lane, then two rounds of 128-bit lane
+// shuffles (AVX-512 intrinsics: Highway 1.0 has no two-vector 128-bit lane shuffle).
+HWY_INLINE void TransposeTile(const float* src, int64_t ss, float* dst, int64_t ds) {
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * ss);
+  // t[2i], t[2i + 1]: rows 2i and 2i + 1 interleaved by float.
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  // r[4i + j]: 128-bit lane l holds column 4l + j of rows 4i .. 4i + 3.
+  for (int i = 0; i < 4; ++i) {
+    r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  // 0x88 takes 128-bit lanes 0, 2 of each source, 0xDD lanes 1, 3: t[j] holds columns j
+  // and 8 + j of rows 0-7, t[4 + j] columns 4 + j and 12 + j; t[8 + j], t[12 + j] the same
+  // of rows 8-15.
+  for (int j = 0; j < 4; ++j) {
+    t[j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);
+    t[4 + j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xDD);
+    t[8 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);
+    t[12 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xDD);
+  }
+  for (int j = 0; j < 4; ++j) {
+    _mm512_storeu_ps(dst + j * ds, _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88));
+    _mm512_storeu_ps(dst + (8 + j) * ds, _mm512_shuffle_f32x4(t[j], t[8 + j], 0xDD));
+    _mm512_storeu_ps(dst + (4 + j) * ds, _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0x88));
+    _mm512_storeu_ps(dst + (12 + j) * ds, _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0xDD));
+  }
+}
+#elif HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3 || HWY_TARGET == HWY_NEON
 #define MINNOW_DW_TRANSPOSE 1
 // Transposes the L x L floats whose rows start at src + i * ss into rows at dst + j * ds.
 HWY_INLINE void TransposeTile(const float* src, int64_t ss, float* dst, int64_t ds) {
@@ -308,17 +366,18 @@ HWY_INLINE void TransposeTile(const float* src, int64_t ss, float* dst, int64_t 
 }
 #endif
 
-// Gathers the L planes at xp (IH x IW each) into the padded, channel-blocked block
-// xin[(r * cols + c) * L + l], `fill` outside the input.
-void GatherBlockIn(const ConvShape& s, const DwBlockGeom& g, const float* xp, float fill, float* xin) {
+// Gathers padded rows [r0, r0 + rows) of the L planes at xp (IH x IW each) into the
+// channel-blocked rows xin[((r - r0) * cols + c) * L + l], `fill` outside the input.
+void GatherBlockIn(const ConvShape& s, const DwBlockGeom& g, const float* xp, float fill, int64_t r0,
+                   int64_t rows, float* xin) {
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   const int64_t IH = s.in[1], IW = s.in[2], pbh = s.pb[1], pbw = s.pb[2];
   const auto plane_idx = hn::Mul(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(IH * IW)));
   const auto vfill = hn::Set(d, fill);
-  for (int64_t r = 0; r < g.rows; ++r) {
-    const int64_t ih = r - pbh;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t ih = r0 + r - pbh;
     float* row = xin + r * g.cols * L;
     if (ih < 0 || ih >= IH) {
       std::fill(row, row + g.cols * L, fill);
@@ -330,6 +389,12 @@ void GatherBlockIn(const ConvShape& s, const DwBlockGeom& g, const float* xp, fl
     for (; c < g.cols && c < pbw; ++c) hn::StoreU(vfill, d, row + c * L);
     for (; c + L <= g.cols && c - pbw + L <= IW; c += L)
       TransposeTile(xp + ih * IW + (c - pbw), IH * IW, row + c * L, L);
+    // The row's last input columns: one more tile ending at the last column, overlapping
+    // the one before (gathers of the tail cost more than the whole row's transposes).
+    if (c - pbw < IW && IW >= L && IW + pbw <= g.cols) {
+      TransposeTile(xp + ih * IW + (IW - L), IH * IW, row + (IW - L + pbw) * L, L);
+      c = IW + pbw;
+    }
 #endif
     for (; c < g.cols; ++c) {
       const int64_t iw = c - pbw;
@@ -339,23 +404,27 @@ void GatherBlockIn(const ConvShape& s, const DwBlockGeom& g, const float* xp, fl
   }
 }
 
-// Writes the channel-blocked outputs yout[q * L + l] (q < P, rounded up to whole vectors)
-// back to the L planes at yp, L pixels of one channel per gather.
-void GatherBlockOut(const float* yout, int64_t P, float* yp) {
+// Writes n channel-blocked outputs yout[q * L + l] (q < n, rounded up to whole vectors)
+// back to the L planes at yp (P floats apart), L pixels of one channel per gather.
+void GatherBlockOut(const float* yout, int64_t n, int64_t P, float* yp) {
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   int64_t q0 = 0;
 #ifdef MINNOW_DW_TRANSPOSE
-  for (; q0 + L <= P; q0 += L) TransposeTile(yout + q0 * L, L, yp + q0, P);
+  for (; q0 + L <= n; q0 += L) TransposeTile(yout + q0 * L, L, yp + q0, P);
+  if (q0 < n && n >= L) {  // the last pixels: a tile overlapping the one before
+    TransposeTile(yout + (n - L) * L, L, yp + (n - L), P);
+    q0 = n;
+  }
 #endif
-  if (q0 == P) return;
+  if (q0 == n) return;
   const auto pixel_idx = hn::Mul(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(L)));
   HWY_ALIGN float tmp[HWY_MAX_BYTES / sizeof(float)];
   for (int64_t l = 0; l < L; ++l) {
     float* yl = yp + l * P;
-    for (int64_t q = q0; q < P; q += L)
-      StoreClamped(d, hn::GatherIndex(d, yout + q * L + l, pixel_idx), yl + q, std::min(L, P - q), tmp);
+    for (int64_t q = q0; q < n; q += L)
+      StoreClamped(d, hn::GatherIndex(d, yout + q * L + l, pixel_idx), yl + q, std::min(L, n - q), tmp);
   }
 }
 bool TransposesImpl() {
@@ -379,7 +448,6 @@ void BlockImpl(const ConvShape& s, int64_t block, const float* x, const float* w
   const int64_t c0 = block * L % s.M, n = block * L / s.M;  // M == C, M % L == 0
   float* xin = slot;
   float* yout = slot + g.in_floats;
-  GatherBlockIn(s, g, x + (n * s.C + c0) * IH * IW, 0.0f, xin);
   // Weights of the block, one vector per tap: wv[t * L + l] = w[(c0 + l) * taps + t].
   HWY_ALIGN float wv[kDwBlockMaxTaps * (HWY_MAX_BYTES / sizeof(float))];
   int64_t off[kDwBlockMaxTaps];
@@ -390,10 +458,42 @@ void BlockImpl(const ConvShape& s, int64_t block, const float* x, const float* w
   const V vb = bias ? hn::LoadU(d, bias + c0) : hn::Zero(d);
   const V vlo = hn::Set(d, lo), vhi = hn::Set(d, hi);
   const int64_t px = sw * L;  // floats between neighbouring output pixels' windows
-  for (int64_t oh = 0; oh < OH; ++oh) {
-    const float* src0 = xin + oh * sh * g.cols * L;
-    float* dst = yout + oh * OW * L;
+  const float* xb = x + (n * s.C + c0) * IH * IW;
+  float* yb = y + (n * s.M + c0) * OH * OW;
+  for (int64_t oh0 = 0; oh0 < OH; oh0 += g.chunk) {
+  const int64_t oh1 = std::min(OH, oh0 + g.chunk);
+  GatherBlockIn(s, g, xb, 0.0f, oh0 * sh, (oh1 - oh0 - 1) * sh + (s.k[1] - 1) * dh + 1, xin);
+  for (int64_t oh = oh0; oh < oh1; ++oh) {
+    const float* src0 = xin + (oh - oh0) * sh * g.cols * L;
+    float* dst = yout + (oh - oh0) * OW * L;
     int64_t ow = 0;
+    // Eight pixels at a time: eight independent chains of taps FMAs (four left the FMA
+    // units waiting on latency).
+    for (; ow + 8 <= OW; ow += 8) {
+      V a0 = vb, a1 = vb, a2 = vb, a3 = vb, a4 = vb, a5 = vb, a6 = vb, a7 = vb;
+      const float* src = src0 + ow * px;
+      for (int64_t t = 0; t < taps; ++t) {
+        const V wt = hn::Load(d, wv + t * L);
+        const float* p = src + off[t];
+        a0 = hn::MulAdd(wt, hn::LoadU(d, p), a0);
+        a1 = hn::MulAdd(wt, hn::LoadU(d, p + px), a1);
+        a2 = hn::MulAdd(wt, hn::LoadU(d, p + 2 * px), a2);
+        a3 = hn::MulAdd(wt, hn::LoadU(d, p + 3 * px), a3);
+        a4 = hn::MulAdd(wt, hn::LoadU(d, p + 4 * px), a4);
+        a5 = hn::MulAdd(wt, hn::LoadU(d, p + 5 * px), a5);
+        a6 = hn::MulAdd(wt, hn::LoadU(d, p + 6 * px), a6);
+        a7 = hn::MulAdd(wt, hn::LoadU(d, p + 7 * px), a7);
+      }
+      float* o = dst + ow * L;
+      hn::StoreU(hn::Min(hn::Max(a0, vlo), vhi), d, o);
+      hn::StoreU(hn::Min(hn::Max(a1, vlo), vhi), d, o + L);
+      hn::StoreU(hn::Min(hn::Max(a2, vlo), vhi), d, o + 2 * L);
+      hn::StoreU(hn::Min(hn::Max(a3, vlo), vhi), d, o + 3 * L);
+      hn::StoreU(hn::Min(hn::Max(a4, vlo), vhi), d, o + 4 * L);
+      hn::StoreU(hn::Min(hn::Max(a5, vlo), vhi), d, o + 5 * L);
+      hn::StoreU(hn::Min(hn::Max(a6, vlo), vhi), d, o + 6 * L);
+      hn::StoreU(hn::Min(hn::Max(a7, vlo), vhi), d, o + 7 * L);
+    }
     for (; ow + 4 <= OW; ow += 4) {  // four pixels: four independent chains
       V a0 = vb, a1 = vb, a2 = vb, a3 = vb;
       const float* src = src0 + ow * px;
@@ -417,7 +517,8 @@ void BlockImpl(const ConvShape& s, int64_t block, const float* x, const float* w
       hn::StoreU(hn::Min(hn::Max(a0, vlo), vhi), d, dst + ow * L);
     }
   }
-  GatherBlockOut(yout, OH * OW, y + (n * s.M + c0) * OH * OW);
+  GatherBlockOut(yout, (oh1 - oh0) * OW, OH * OW, yb + oh0 * OW);
+  }
 }
 
 // Max pooling, channel-blocked the same way (-inf padding; NaN propagates as in the
@@ -431,7 +532,6 @@ void MaxBlockImpl(const ConvShape& s, int64_t block, const float* x, float* y, f
   const int64_t sh = s.s[1], sw = s.s[2], dh = s.d[1], dw = s.d[2];
   float* xin = slot;
   float* yout = slot + g.in_floats;
-  GatherBlockIn(s, g, x + block * L * s.in[1] * s.in[2], -std::numeric_limits<float>::infinity(), xin);
   int64_t off[kMaxPoolBlockTaps];
   for (int64_t t = 0; t < taps; ++t) off[t] = ((t / KW) * dh * g.cols + (t % KW) * dw) * L;
   const V ninf = hn::Set(d, -std::numeric_limits<float>::infinity());
@@ -441,10 +541,40 @@ void MaxBlockImpl(const ConvShape& s, int64_t block, const float* x, float* y, f
     const V v = hn::LoadU(d, p);                              \
     m = hn::IfThenElse(hn::Or(hn::Gt(v, m), hn::IsNaN(v)), v, m); \
   } while (0)
-  for (int64_t oh = 0; oh < OH; ++oh) {
-    const float* src0 = xin + oh * sh * g.cols * L;
-    float* dst = yout + oh * OW * L;
+  const float* xb = x + block * L * s.in[1] * s.in[2];
+  float* yb = y + block * L * OH * OW;
+  for (int64_t oh0 = 0; oh0 < OH; oh0 += g.chunk) {
+  const int64_t oh1 = std::min(OH, oh0 + g.chunk);
+  GatherBlockIn(s, g, xb, -std::numeric_limits<float>::infinity(), oh0 * sh,
+                (oh1 - oh0 - 1) * sh + (s.k[1] - 1) * dh + 1, xin);
+  for (int64_t oh = oh0; oh < oh1; ++oh) {
+    const float* src0 = xin + (oh - oh0) * sh * g.cols * L;
+    float* dst = yout + (oh - oh0) * OW * L;
     int64_t ow = 0;
+    for (; ow + 8 <= OW; ow += 8) {  // eight independent chains, as the depthwise block
+      V m0 = ninf, m1 = ninf, m2 = ninf, m3 = ninf, m4 = ninf, m5 = ninf, m6 = ninf, m7 = ninf;
+      const float* src = src0 + ow * px;
+      for (int64_t t = 0; t < taps; ++t) {
+        const float* p = src + off[t];
+        MINNOW_MAX_TAP(m0, p);
+        MINNOW_MAX_TAP(m1, p + px);
+        MINNOW_MAX_TAP(m2, p + 2 * px);
+        MINNOW_MAX_TAP(m3, p + 3 * px);
+        MINNOW_MAX_TAP(m4, p + 4 * px);
+        MINNOW_MAX_TAP(m5, p + 5 * px);
+        MINNOW_MAX_TAP(m6, p + 6 * px);
+        MINNOW_MAX_TAP(m7, p + 7 * px);
+      }
+      float* o = dst + ow * L;
+      hn::StoreU(m0, d, o);
+      hn::StoreU(m1, d, o + L);
+      hn::StoreU(m2, d, o + 2 * L);
+      hn::StoreU(m3, d, o + 3 * L);
+      hn::StoreU(m4, d, o + 4 * L);
+      hn::StoreU(m5, d, o + 5 * L);
+      hn::StoreU(m6, d, o + 6 * L);
+      hn::StoreU(m7, d, o + 7 * L);
+    }
     for (; ow + 4 <= OW; ow += 4) {
       V m0 = ninf, m1 = ninf, m2 = ninf, m3 = ninf;
       const float* src = src0 + ow * px;
@@ -467,8 +597,9 @@ void MaxBlockImpl(const ConvShape& s, int64_t block, const float* x, float* y, f
       hn::StoreU(m0, d, dst + ow * L);
     }
   }
+  GatherBlockOut(yout, (oh1 - oh0) * OW, OH * OW, yb + oh0 * OW);
+  }
 #undef MINNOW_MAX_TAP
-  GatherBlockOut(yout, OH * OW, y + block * L * OH * OW);
 }
 
 // Whether any of the n floats at p is NaN (one pass, no early exit: planes are small).

@@ -322,6 +322,16 @@ TEST_CASE("direct depthwise convolution matches the reference") {
             ++blocked;
           }
   if (L > 1) CHECK(blocked > 100);
+  // Large planes go through the blocks in chunks of output rows (kDwChunkPixels): whole
+  // vectors of pixels per chunk (56, 112 wide) and not (55, 31: gathered tails).
+  const ConvCase big_blocked[] = {
+      {1, L, L, L, {1, 112, 112}, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 0, 0}, {0, 1, 1}},
+      {2, 2 * L, 2 * L, 2 * L, {1, 56, 56}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+      {1, L, L, L, {1, 55, 55}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+      {1, L, L, L, {1, 57, 63}, {1, 5, 3}, {1, 2, 2}, {1, 2, 1}, {0, 2, 0}, {0, 1, 1}},
+  };
+  for (const ConvCase& c : big_blocked)
+    if (dwconv_block_applies(shape_of(c))) check_conv(rng, c, true, true, 1);
 }
 
 TEST_CASE("direct max pooling matches the reference (pads, strides, dilation, ceil, NaN)") {
