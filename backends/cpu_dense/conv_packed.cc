@@ -1,6 +1,8 @@
 #include "conv_packed.h"
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 
 namespace minnow {
 namespace cpu_dense {
@@ -105,30 +107,49 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s) const {
 }
 
 void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const float* x,
-                     const float* w_rows, float* y) const {
-  const float lo = lo_, hi = hi_;
+                     const float* w_rows, float* y, const float* addend) const {
   const int threads = ctx.num_threads();
+  if (use_winograd(s)) return run_winograd(ctx, s, x, y, addend);
+  if (!depthwise_) {
+    const float lo = lo_, hi = hi_;
+    const kernels::ConvPlan p = kernels::plan_conv(s, threads);
+    run_in_slots(ctx, p.tasks, p.slot_floats, "conv", [&](int64_t t, float* slot) {
+      kernels::conv_gemm_task(s, gemm_, w_rows, p, t, x, y, slot, lo, hi, addend);
+    });
+    return;
+  }
+  // The depthwise kernels add no addend themselves: with one, they run unclamped and a
+  // pass over each plane adds it and clamps (one pass instead of the Add's and the
+  // activation's).
+  const float lo = addend ? -std::numeric_limits<float>::infinity() : lo_;
+  const float hi = addend ? std::numeric_limits<float>::infinity() : hi_;
   const float* w = dw_w_.get();
   const float* b = dw_b_.get();
-  if (depthwise_ && use_dw_block(s))
-    return run_in_slots(ctx, s.N * s.M / kernels::dwconv_block_lanes(), kernels::dwconv_block_slot_floats(s),
-                        "depthwise conv", [&](int64_t bl, float* slot) {
-                          kernels::dwconv_block(s, bl, x, w, b, y, slot, lo, hi);
-                        });
-  if (depthwise_)
-    return run_in_slots(ctx, s.N * s.M, kernels::dwconv_slot_floats(s), "depthwise conv",
-                        [&](int64_t pl, float* slot) { kernels::dwconv_plane(s, pl, x, w, b, y, slot, lo, hi); });
-  if (use_winograd(s)) return run_winograd(ctx, s, x, y);
-  const kernels::ConvPlan p = kernels::plan_conv(s, threads);
-  run_in_slots(ctx, p.tasks, p.slot_floats, "conv", [&](int64_t t, float* slot) {
-    kernels::conv_gemm_task(s, gemm_, w_rows, p, t, x, y, slot, lo, hi);
+  const int64_t P = s.P();
+  if (use_dw_block(s)) {
+    run_in_slots(ctx, s.N * s.M / kernels::dwconv_block_lanes(), kernels::dwconv_block_slot_floats(s),
+                 "depthwise conv", [&](int64_t bl, float* slot) {
+                   kernels::dwconv_block(s, bl, x, w, b, y, slot, lo, hi);
+                 });
+  } else {
+    run_in_slots(ctx, s.N * s.M, kernels::dwconv_slot_floats(s), "depthwise conv",
+                 [&](int64_t pl, float* slot) { kernels::dwconv_plane(s, pl, x, w, b, y, slot, lo, hi); });
+  }
+  if (!addend) return;
+  const float clo = lo_, chi = hi_;
+  ctx.parallel_for(size_t(s.N * s.M), 16, [&](size_t p0, size_t p1) {
+    for (size_t pl = p0; pl < p1; ++pl) {
+      float* yp = y + int64_t(pl) * P;
+      const float* rp = addend + int64_t(pl) * P;
+      for (int64_t i = 0; i < P; ++i) yp[i] = std::min(std::max(yp[i] + rp[i], clo), chi);
+    }
   });
 }
 
 // Per image: its input zero-padded once (channels split over the workers), then the tile
 // blocks, each worker reusing one scratch slot.
 void ConvPacked::run_winograd(const RunContext& ctx, const kernels::ConvShape& s, const float* x,
-                              float* y) const {
+                              float* y, const float* addend) const {
   const float lo = lo_, hi = hi_;
   const kernels::WinogradPlan p = kernels::plan_winograd(s);
   const int threads = ctx.num_threads();
@@ -140,6 +161,7 @@ void ConvPacked::run_winograd(const RunContext& ctx, const kernels::ConvShape& s
   for (int64_t n = 0; n < s.N; ++n) {
     const float* xn = x + n * s.C * s.Pin();
     float* yn = y + n * s.M * s.P();
+    const float* rn = addend ? addend + n * s.M * s.P() : nullptr;
     const int64_t parts = scratch_slots(s.C, threads);
     ctx.parallel_for(size_t(parts), 1, [&](size_t a, size_t b) {
       kernels::winograd_pad_input(s, p, xn, s.C * int64_t(a) / parts, s.C * int64_t(b) / parts, xp);
@@ -148,7 +170,7 @@ void ConvPacked::run_winograd(const RunContext& ctx, const kernels::ConvShape& s
       for (size_t sl = s0; sl < s1; ++sl) {
         float* slot = slot0 + int64_t(sl) * p.slot_floats;
         const int64_t b0 = p.blocks * int64_t(sl) / slots, b1 = p.blocks * int64_t(sl + 1) / slots;
-        for (int64_t b = b0; b < b1; ++b) kernels::winograd_block(s, winograd_, p, b, xp, yn, slot, lo, hi);
+        for (int64_t b = b0; b < b1; ++b) kernels::winograd_block(s, winograd_, p, b, xp, yn, slot, lo, hi, rn);
       }
     });
   }

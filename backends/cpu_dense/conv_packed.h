@@ -61,8 +61,9 @@ class ConvPacked {
   }
   size_t scratch_bytes(const kernels::ConvShape& s) const;
   // w: W as the run was given it (read when the GEMM weights are used in place).
+  // addend: null, or a tensor of y's shape added before the clamp (a fused residual Add).
   void run(const RunContext& ctx, const kernels::ConvShape& s, const float* x, const float* w,
-           float* y) const;
+           float* y, const float* addend = nullptr) const;
   // Every later run clamps its outputs to [lo, hi] (a fused Relu / Clip).
   void set_clamp(float lo, float hi) {
     lo_ = lo;
@@ -73,7 +74,7 @@ class ConvPacked {
   bool use_winograd(const kernels::ConvShape& s) const;
   bool use_dw_block(const kernels::ConvShape& s) const;
   void run_winograd(const RunContext& ctx, const kernels::ConvShape& s, const float* x,
-                    float* y) const;
+                    float* y, const float* addend) const;
 
   float lo_ = -std::numeric_limits<float>::infinity();
   float hi_ = std::numeric_limits<float>::infinity();

@@ -234,18 +234,82 @@ void PreparedModel::Impl::fuse_activations(const Model& model,
       if (in >= 0) ++consumers[size_t(in)], consumer[size_t(in)] = int(n);
   std::vector<bool> is_output(g.tensors.size(), false);
   for (int32_t o : g.outputs) is_output[size_t(o)] = true;
+  // Where each node runs, and which node writes each tensor (an addend must be ready
+  // before the kernel that adds it runs).
+  std::vector<int> position(g.nodes.size(), -1), producer(g.tensors.size(), -1);
+  {
+    int pos = 0;
+    for (int n : model.topo_order()) position[size_t(n)] = pos++;
+  }
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (int32_t o : g.nodes[n].outputs)
+      if (o >= 0) producer[size_t(o)] = int(n);
+  auto plain_f32 = [&](int32_t t) {
+    const TensorState& ts = static_states[size_t(t)];
+    if (ts.dtype != DataType::kFloat32 || ts.bounded || ts.rank < 0) return false;
+    for (int64_t d : ts.dims)
+      if (d < 0) return false;
+    return true;
+  };
+  auto mark = [&](int b, const std::string& reason) {
+    for (KernelChoice& c : *choices)
+      if (c.node == b) {
+        c.kernel = "fused";
+        c.reason = reason;
+      }
+  };
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const auto& pk = kernels[n];
     if (!pk || g.nodes[n].outputs.empty()) continue;
     const int32_t y = g.nodes[n].outputs[0];
     if (y < 0 || consumers[size_t(y)] != 1 || is_output[size_t(y)]) continue;
-    const int b = consumer[size_t(y)];
+    const std::string producer_text = g.nodes[n].describe() + " (" + (pk->k.name ? pk->k.name : "?") + ")";
+
+    // 1. An Add of output 0 and a tensor of the same static shape that is ready before
+    //    this node runs (a residual connection): the kernel adds it as it writes.
+    int32_t out = y;  // what an activation would consume
+    {
+      const int b = consumer[size_t(y)];
+      const ir::Node& add = g.nodes[size_t(b)];
+      const bool add_op = add.domain.empty() && add.op == "Add" && add.inputs.size() == 2 &&
+                          add.outputs.size() == 1 && add.outputs[0] >= 0 && kernels[size_t(b)];
+      int32_t r = -1;
+      if (add_op) r = add.inputs[0] == y ? add.inputs[1] : add.inputs[0];
+      bool ok = add_op && r >= 0 && r != y && !is_output[size_t(add.outputs[0])] && plain_f32(y) &&
+                plain_f32(r) && plain_f32(add.outputs[0]) && static_states[size_t(r)].dims == static_states[size_t(y)].dims &&
+                static_states[size_t(add.outputs[0])].dims == static_states[size_t(y)].dims;
+      // Ready before node n: a graph input, a constant, or written by a node that runs earlier.
+      if (ok && producer[size_t(r)] >= 0) ok = position[size_t(producer[size_t(r)])] < position[n];
+      if (ok) {
+        bool fused = false;
+        std::lock_guard<std::mutex> lock(cache_mutex);
+        if (pk->fused_add_node == b) {
+          fused = true;
+        } else if (pk->fused_add_node < 0 && pk->fused_node < 0 &&
+                   pk->k.struct_size >= offsetof(mn_kernel, fuse_add) + sizeof(pk->k.fuse_add) && pk->k.fuse_add &&
+                   pk->k.fuse_add(pk->k.state, int32_t(g.nodes[n].inputs.size())) == MN_OK) {
+          pk->fused_add_node = b;
+          pk->addend_tensor = r;
+          pk->addend_input = int32_t(g.nodes[n].inputs.size());
+          fused = true;
+        }
+        if (fused) {
+          mark(b, "addend '" + g.tensors[size_t(r)].name + "' added by " + producer_text + " as it writes");
+          out = add.outputs[0];
+        }
+      }
+    }
+    if (pk->fused_add_node >= 0 && out == y) continue;  // fused with another Add for another selection
+    if (consumers[size_t(out)] != 1 || is_output[size_t(out)]) continue;
+
+    // 2. A Relu / constant-bound Clip of that output: the kernel clamps as it writes.
+    const int b = consumer[size_t(out)];
     const ir::Node& act = g.nodes[size_t(b)];
     float lo, hi;
-    if (act.inputs[0] != y || !kernels[size_t(b)] || is_output[size_t(act.outputs[0])] ||
+    if (act.inputs[0] != out || !kernels[size_t(b)] || is_output[size_t(act.outputs[0])] ||
         !activation_clamp(act, static_states, &lo, &hi))
       continue;
-    const TensorState& ys = static_states[size_t(y)];
+    const TensorState& ys = static_states[size_t(out)];
     const TensorState& zs = static_states[size_t(act.outputs[0])];
     if (ys.dtype != DataType::kFloat32 || zs.dtype != DataType::kFloat32 || ys.bounded || zs.bounded) continue;
     bool fused = false;
@@ -259,12 +323,7 @@ void PreparedModel::Impl::fuse_activations(const Model& model,
         fused = true;
       }
     }
-    if (!fused) continue;
-    for (KernelChoice& c : *choices)
-      if (c.node == b) {
-        c.kernel = "fused";
-        c.reason = "clamp applied by " + g.nodes[n].describe() + " (" + (pk->k.name ? pk->k.name : "?") + ") as it writes";
-      }
+    if (fused) mark(b, "clamp applied by " + producer_text + " as it writes");
   }
 }
 

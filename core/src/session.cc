@@ -336,17 +336,32 @@ Status Session::Impl::plan() {
     }
   }
 
-  // Activations fused into their producer's kernel (PreparedKernel::fused_node) are not
-  // run: their output is the producer's output (alias_of), which then lives until the
-  // activation's consumers are done.
+  // Adds and activations fused into their producer's kernel (PreparedKernel::
+  // fused_add_node, fused_node) are not run: their output is the producer's output
+  // (alias_of), which then lives until their consumers are done. A fused Add's other
+  // input (the addend) becomes an extra input of the producer's step.
   const size_t nt = g.tensors.size();
   std::vector<int32_t> alias_of(nt, -1);
+  std::vector<int32_t> addend_of(g.nodes.size(), -1);
   for (int n : model->topo_order()) {
     const auto& pk = kernels[n];
-    if (!pk || pk->fused_node < 0 || skip[n] || skip[pk->fused_node]) continue;
+    if (!pk || skip[n]) continue;
+    const int32_t y = g.nodes[n].outputs[0];
+    int32_t out = y;
+    if (pk->fused_add_node >= 0 && !skip[pk->fused_add_node]) {
+      const int32_t z = g.nodes[pk->fused_add_node].outputs[0], r = pk->addend_tensor;
+      if (st[y].bounded || st[z].bounded || st[r].bounded || st[y].dims != st[z].dims || st[r].dims != st[y].dims ||
+          std::find(g.outputs.begin(), g.outputs.end(), z) != g.outputs.end())
+        return internal_error(g.nodes[n].describe() + ": the Add fused into its kernel cannot be planned for these shapes");
+      skip[pk->fused_add_node] = true;
+      alias_of[z] = y;
+      addend_of[n] = r;
+      out = z;
+    }
+    if (pk->fused_node < 0 || skip[pk->fused_node]) continue;
     const ir::Node& act = g.nodes[pk->fused_node];
-    const int32_t y = g.nodes[n].outputs[0], z = act.outputs[0];
-    if (st[y].bounded || st[z].bounded || st[y].dims != st[z].dims ||
+    const int32_t z = act.outputs[0];
+    if (act.inputs[0] != out || st[y].bounded || st[z].bounded || st[y].dims != st[z].dims ||
         std::find(g.outputs.begin(), g.outputs.end(), z) != g.outputs.end())
       continue;
     skip[pk->fused_node] = true;
@@ -374,11 +389,14 @@ Status Session::Impl::plan() {
       reqs.push_back(r);
       req_tensor.push_back(o);
     }
-  for (size_t s = 0; s < order.size(); ++s)
-    for (int32_t in0 : g.nodes[order[s]].inputs) {
+  for (size_t s = 0; s < order.size(); ++s) {
+    auto used = [&](int32_t in0) {
       const int32_t in = resolve(in0);
       if (in >= 0 && request_of[in] >= 0) reqs[request_of[in]].last_use = std::max(reqs[request_of[in]].last_use, static_cast<int>(s));
-    }
+    };
+    for (int32_t in0 : g.nodes[order[s]].inputs) used(in0);
+    used(addend_of[order[s]]);
+  }
   for (size_t s = 0; s < order.size(); ++s) {
     const ir::Node& node = g.nodes[order[s]];
     const auto& pk = kernels[order[s]];
@@ -436,6 +454,13 @@ Status Session::Impl::plan() {
     if (!step.kernel) {
       steps.push_back(std::move(step));
       continue;
+    }
+    if (addend_of[n] >= 0) {  // a fused Add's other input, after the node's own
+      const int32_t r = resolve(addend_of[n]);
+      mn_tensor t;
+      fill_mn_tensor(g.tensors[r], st[r], &t);
+      step.view->inputs().push_back(t);
+      step.view->refresh();
     }
     const auto& k = step.kernel->k;
     auto& ins = step.view->inputs();

@@ -2,6 +2,8 @@
 // re-infers shapes; sessions run concurrently with identical results; backend policy.
 #include <doctest/doctest.h>
 
+#include <map>
+
 #include <minnow/minnow.h>
 
 #include "test_util.h"
@@ -204,6 +206,90 @@ TEST_SUITE("executor") {
     REQUIRE_MESSAGE(y2.is_ok(), y2.status().message());
     auto yp = Session::create(plain).value()->run({x}).value();
     for (int64_t i = 0; i < yp[0].elements(); ++i) CHECK(y2.value()[0].data<float>()[i] == yp[0].data<float>()[i]);
+  }
+
+  TEST_CASE("residual Add (and the Relu after it) fused into the Conv before it: same outputs") {
+    auto e = test::make_engine();
+    // Residual blocks through each Conv path of cpu_dense: 3x3 GEMM (8 channels), Winograd
+    // (16 channels, 3x3, stride 1; 37 wide: whole vectors of tiles and tails), 1x1 GEMM,
+    // depthwise (addend added after the plane kernels), and a graph input as the addend.
+    // Not fused: an addend written after the Conv (a later branch), a broadcast Add,
+    // Add(y, y).
+    auto build = [](bool expose) {
+      ModelBuilder b("residual");
+      b.add_input("x", DataType::kFloat32, Shape{2, 16, 10, 37});
+      b.add_input("skip", DataType::kFloat32, Shape{2, 16, 10, 37});
+      b.add_constant("w1", test::random_tensor({8, 16, 3, 3}, 1));
+      b.add_constant("b1", test::random_tensor({8}, 2));
+      b.add_constant("w2", test::random_tensor({16, 8, 3, 3}, 3));
+      b.add_constant("w3", test::random_tensor({16, 16, 3, 3}, 4));
+      b.add_constant("b3", test::random_tensor({16}, 5));
+      b.add_constant("w4", test::random_tensor({16, 16, 1, 1}, 6));
+      b.add_constant("w5", test::random_tensor({16, 1, 3, 3}, 7));
+      b.add_constant("w6", test::random_tensor({16, 16, 1, 1}, 8));
+      b.add_constant("w7", test::random_tensor({16, 16, 5, 5}, 9));
+      b.add_constant("bc", test::random_tensor({1, 16, 1, 1}, 10));
+      b.add_constant("lo", Tensor::from_vector<float>({}, {-0.5f}));
+      b.add_constant("hi", Tensor::from_vector<float>({}, {0.5f}));
+      const std::vector<Attr> pad1 = {Attr::Ints("pads", {1, 1, 1, 1})};
+      b.add_node("Conv", {"x", "w1", "b1"}, {"c1"}, pad1, "conv1");             // 3x3 GEMM
+      b.add_node("Relu", {"c1"}, {"r1"}, {}, "relu1");
+      b.add_node("Conv", {"r1", "w2"}, {"c2"}, pad1, "conv2");                  // 3x3 GEMM
+      b.add_node("Add", {"c2", "x"}, {"a2"}, {}, "add2");                       // fused
+      b.add_node("Relu", {"a2"}, {"r2"}, {}, "relu2");                          // fused after it
+      b.add_node("Conv", {"r2", "w3", "b3"}, {"c3"}, pad1, "conv3");            // Winograd
+      b.add_node("Add", {"r2", "c3"}, {"a3"}, {}, "add3");                      // fused (addend first)
+      b.add_node("Conv", {"a3", "w4"}, {"c4"}, {}, "conv4");                    // 1x1
+      b.add_node("Add", {"c4", "skip"}, {"a4"}, {}, "add4");                    // fused: graph input
+      b.add_node("Conv", {"a4", "w5"}, {"c5"}, {Attr::Int("group", 16), Attr::Ints("pads", {1, 1, 1, 1})}, "conv5");
+      b.add_node("Add", {"c5", "a4"}, {"a5"}, {}, "add5");                      // fused: depthwise
+      b.add_node("Clip", {"a5", "lo", "hi"}, {"k5"}, {}, "clip5");
+      b.add_node("Conv", {"k5", "w6"}, {"c6"}, {}, "conv6");
+      // 5x5: K = 400, two k-blocks, so partial sums would overwrite an addend sharing memory
+      b.add_node("Conv", {"k5", "w7"}, {"c7"}, {Attr::Ints("pads", {2, 2, 2, 2})}, "conv7");  // after conv6
+      b.add_node("Add", {"c6", "c7"}, {"a6"}, {}, "add6");                      // fused into conv7 only
+      b.add_node("Add", {"a6", "bc"}, {"a7"}, {}, "add7");                      // broadcast: not fused
+      b.add_node("Add", {"a7", "a7"}, {"y"}, {}, "add8");                       // Add(y, y): not fused
+      b.add_output("y");
+      if (expose)
+        for (const char* t : {"c2", "c3", "c4", "c5", "c6", "c7", "a2", "a5"}) b.add_output(t);
+      return b.build().value();
+    };
+    auto fused = e->prepare(build(false)).value();
+    auto plain = e->prepare(build(true)).value();
+    std::map<std::string, std::string> kernel_of;
+    for (const auto& c : fused->choices()) kernel_of[fused->model().graph().nodes[size_t(c.node)].name] = c.kernel;
+    for (const char* n : {"add2", "relu2", "add3", "add4", "add5", "clip5", "add6"}) CHECK_MESSAGE(kernel_of[n] == "fused", n);
+    for (const char* n : {"add7", "add8"}) CHECK_MESSAGE(kernel_of[n] != "fused", n);
+    int fused_adds = 0;
+    for (const auto& c : fused->choices())
+      if (c.reason.find("addend") != std::string::npos) ++fused_adds;
+    CHECK(fused_adds == 5);
+    for (const auto& c : plain->choices()) {
+      const bool ok = c.kernel != "fused" || plain->model().graph().nodes[size_t(c.node)].name == "relu1";
+      CHECK(ok);
+    }
+    for (int threads : {1, 2}) {
+      SessionOptions so;
+      so.threads = threads;
+      so.profile = true;
+      auto sf = Session::create(fused, so).value();
+      auto sp = Session::create(plain, so).value();
+      for (int k = 0; k < 2; ++k) {
+        Tensor x = test::random_tensor({2, 16, 10, 37}, 60 + k), skip = test::random_tensor({2, 16, 10, 37}, 70 + k);
+        auto yf = sf->run({x, skip});
+        auto yp = sp->run({x, skip});
+        REQUIRE_MESSAGE(yf.is_ok(), yf.status().message());
+        REQUIRE_MESSAGE(yp.is_ok(), yp.status().message());
+        const Tensor& a = yf.value()[0];
+        const Tensor& b = yp.value()[0];
+        REQUIRE(a.shape() == b.shape());
+        int mismatches = 0;
+        for (int64_t i = 0; i < a.elements(); ++i) mismatches += a.data<float>()[i] != b.data<float>()[i];
+        CHECK(mismatches == 0);
+      }
+      CHECK(sf->profile().size() + 7 == sp->profile().size());  // 5 Adds, relu2, clip5
+    }
   }
 
   TEST_CASE("huge declared shapes are refused before allocating") {

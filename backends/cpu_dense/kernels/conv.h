@@ -73,9 +73,10 @@ constexpr int kConvMaxSlots = 16;
 // Runs task `t` of the plan: y[N, M, P] for one (image, group, column block, row chunk).
 // `slot` has plan.slot_floats floats, used by this task alone. lo/hi: the output clamp.
 // `w_rows`: W [M, K] as given at run time, read when w.in_place (may be null otherwise).
+// `addend`: null, or [N, M, P] added to y before the clamp (a fused residual Add).
 void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows,
                     const ConvPlan& p, int64_t t, const float* x, float* y, float* slot,
-                    float lo, float hi);
+                    float lo, float hi, const float* addend = nullptr);
 
 // ---- Depthwise ----------------------------------------------------------------------
 // Applies when group == C (Cg == 1) and the D axis is trivial (k[0] == 1, in[0] == 1).

@@ -152,7 +152,7 @@ ConvPlan plan_conv(const ConvShape& s, int threads) {
 
 void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows,
                     const ConvPlan& p, int64_t t, const float* x, float* y, float* slot,
-                    float lo, float hi) {
+                    float lo, float hi, const float* addend) {
   const int64_t mc = t % p.m_chunks;
   const int64_t cb = (t / p.m_chunks) % p.col_blocks;
   const int64_t g = (t / (p.m_chunks * p.col_blocks)) % s.group;
@@ -167,6 +167,7 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
   const float* a = w.in_place ? w_rows + g * Mg * K : w.groups[size_t(g)].data.get();
   const float* xg = x + (n * s.C + g * Cg) * s.Pin();
   float* yg = y + (n * s.M + g * Mg) * P;
+  const float* rg = addend ? addend + (n * s.M + g * Mg) * P : nullptr;
   const bool direct = s.pointwise();
   const bool windowed = window_applies(s);
   const WindowGeom wg = windowed ? window_geom(s, j0, j1) : WindowGeom{};
@@ -210,7 +211,8 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
     Epilogue e;
     e.bias_per_row = true;
     e.beta = k0 > 0 ? 1.0f : 0.0f;
-    if (k0 + kc >= K) {
+    const bool last = k0 + kc >= K;  // the last k-block finishes: addend, clamp
+    if (last) {
       e.lo = lo;
       e.hi = hi;
     }
@@ -251,6 +253,7 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
           tile.mr = static_cast<int>(std::min<int64_t>(kGemmMR, Mg - i0));
           e.bias = (k0 == 0 && w.bias) ? w.bias.get() + g * Mg + i0 : nullptr;
           tile.c = yg + i0 * P + j0 + jq;
+          e.addend = last && rg ? rg + i0 * P + j0 + jq : nullptr;
           gemm_tile(tile, e);
         }
       }
@@ -274,6 +277,7 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
           dt.a = a + i0 * K + k0;
           dt.c = yg + i0 * P + j0 + full_cols + j;
           e.bias = (k0 == 0 && w.bias) ? w.bias.get() + g * Mg + i0 : nullptr;
+          e.addend = last && rg ? rg + i0 * P + j0 + full_cols + j : nullptr;
           gemm_dot_tile(dt, e);
         }
         j += dt.cols;

@@ -109,6 +109,7 @@ void gemm_ref(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_rs, int
       for (int64_t k = 0; k < K; ++k) s += double(a[i * a_rs + k * a_cs]) * b[k * b_rs + j * b_cs];
       if (e.bias) s += e.bias_per_row ? e.bias[i] : e.bias[j];
       if (e.beta != 0.0f) s += double(e.beta) * c[i * ldc + j];
+      if (e.addend) s += double(e.addend[i * ldc + j]);
       c[i * ldc + j] = std::min(std::max(static_cast<float>(s), e.lo), e.hi);
     }
 }

@@ -44,6 +44,11 @@ HWY_INLINE void FinishRow(D d, V v0, V v1, int64_t i, const Tile& t, const Epilo
     v0 = hn::MulAdd(be, hn::LoadU(d, c), v0);
     v1 = hn::MulAdd(be, hn::LoadU(d, c + L), v1);
   }
+  if (e.addend) {
+    const float* r = e.addend + i * t.ldc;
+    v0 = hn::Add(v0, hn::LoadU(d, r));
+    v1 = hn::Add(v1, hn::LoadU(d, r + L));
+  }
   v0 = hn::Min(hn::Max(v0, lo), hi);
   v1 = hn::Min(hn::Max(v1, lo), hi);
   hn::StoreU(v0, d, c);
@@ -63,6 +68,7 @@ HWY_INLINE void FinishRowPartial(D d, V v0, V v1, int64_t i, const Tile& t,
     float v = tmp[j];
     if (e.bias) v += e.bias_per_row ? e.bias[i] : e.bias[j];
     if (e.beta != 0.0f) v += e.beta * c[j];
+    if (e.addend) v += e.addend[i * t.ldc + j];
     c[j] = std::min(std::max(v, e.lo), e.hi);
   }
 }
@@ -177,6 +183,7 @@ HWY_INLINE void FinishDot(D d, V acc, const float* a, const float* bt, int64_t k
   if (e.bias) v += e.bias[i];
   float* c = t.c + i * t.ldc + j;
   if (e.beta != 0.0f) v += e.beta * *c;
+  if (e.addend) v += e.addend[i * t.ldc + j];
   *c = std::min(std::max(v, e.lo), e.hi);
 }
 

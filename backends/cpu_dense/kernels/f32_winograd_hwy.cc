@@ -104,7 +104,7 @@ HWY_INLINE void OutputTile(const T r[16], T y[2][2]) {
 }
 
 void OutputImpl(const WinogradXform& x, const float* Mb, const float* bias, float lo, float hi,
-                float* y) {
+                float* y, const float* addend) {
   const hn::CappedTag<float, 8> d;
   using Vec = hn::Vec<decltype(d)>;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
@@ -114,6 +114,7 @@ void OutputImpl(const WinogradXform& x, const float* Mb, const float* bias, floa
     const float b = bias ? bias[m] : 0.0f;
     const Vec vb = hn::Set(d, b);
     float* ym = y + m * OH * OW;
+    const float* rm = addend ? addend + m * OH * OW : nullptr;
     const float* mm = Mb + m * x.nt;
     for (int64_t l = 0; l < x.count; l += L) {
       const int64_t t = x.t0 + l, th = t / TW, tw = t % TW, oh = 2 * th, ow = 2 * tw;
@@ -123,8 +124,15 @@ void OutputImpl(const WinogradXform& x, const float* Mb, const float* bias, floa
         Vec yy[2][2];
         OutputTile(r, yy);
         for (int i = 0; i < 2 && oh + i < OH; ++i) {
-          const Vec y0 = hn::Min(hn::Max(hn::Add(yy[i][0], vb), vlo), vhi);
-          const Vec y1 = hn::Min(hn::Max(hn::Add(yy[i][1], vb), vlo), vhi);
+          Vec y0 = hn::Add(yy[i][0], vb), y1 = hn::Add(yy[i][1], vb);
+          if (rm) {  // a fused residual Add, laid out as y
+            Vec r0, r1;
+            hn::LoadInterleaved2(d, rm + (oh + i) * OW + ow, r0, r1);
+            y0 = hn::Add(y0, r0);
+            y1 = hn::Add(y1, r1);
+          }
+          y0 = hn::Min(hn::Max(y0, vlo), vhi);
+          y1 = hn::Min(hn::Max(y1, vlo), vhi);
           hn::StoreInterleaved2(y0, y1, d, ym + (oh + i) * OW + ow);
         }
         continue;
@@ -137,8 +145,9 @@ void OutputImpl(const WinogradXform& x, const float* Mb, const float* bias, floa
         const int64_t tk = t + k, ohk = 2 * (tk / TW), owk = 2 * (tk % TW);
         for (int i = 0; i < 2 && ohk + i < OH; ++i) {
           float* yr = ym + (ohk + i) * OW + owk;
-          yr[0] = std::min(std::max(yy[i][0] + b, lo), hi);
-          if (owk + 1 < OW) yr[1] = std::min(std::max(yy[i][1] + b, lo), hi);
+          const float* rr = rm ? rm + (ohk + i) * OW + owk : nullptr;
+          yr[0] = std::min(std::max(yy[i][0] + b + (rr ? rr[0] : 0.0f), lo), hi);
+          if (owk + 1 < OW) yr[1] = std::min(std::max(yy[i][1] + b + (rr ? rr[1] : 0.0f), lo), hi);
         }
       }
     }
@@ -163,8 +172,8 @@ void winograd_input_transform(const WinogradXform& x, const float* xp, float* v)
   HWY_DYNAMIC_DISPATCH(InputImpl)(x, xp, v);
 }
 void winograd_output_transform(const WinogradXform& x, const float* m, const float* bias,
-                               float lo, float hi, float* y) {
-  HWY_DYNAMIC_DISPATCH(OutputImpl)(x, m, bias, lo, hi, y);
+                               float lo, float hi, float* y, const float* addend) {
+  HWY_DYNAMIC_DISPATCH(OutputImpl)(x, m, bias, lo, hi, y, addend);
 }
 
 }  // namespace kernels

@@ -27,11 +27,14 @@ int gemm_nr();
 const char* simd_target_name();
 
 // What happens to each finished output element:
-//   v = acc + bias (+ beta * old C); v = min(max(v, lo), hi).
+//   v = acc + bias (+ beta * old C) (+ addend); v = min(max(v, lo), hi).
 struct Epilogue {
   const float* bias = nullptr;  // null, or indexed by row or by column (see bias_per_row)
   bool bias_per_row = true;
   float beta = 0.0f;  // 0: C is overwritten (may hold garbage); else C is read
+  // Null, or a tensor laid out as the tile's C (same ldc, never C's memory): a residual
+  // Add fused into the producer (mn_kernel.fuse_add).
+  const float* addend = nullptr;
   float lo = -std::numeric_limits<float>::infinity();
   float hi = std::numeric_limits<float>::infinity();
 };

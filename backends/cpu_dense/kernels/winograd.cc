@@ -111,7 +111,8 @@ void winograd_pad_input(const ConvShape& s, const WinogradPlan& p, const float* 
 }
 
 void winograd_block(const ConvShape& s, const WinogradWeights& w, const WinogradPlan& p,
-                    int64_t b, const float* xp, float* y, float* slot, float lo, float hi) {
+                    int64_t b, const float* xp, float* y, float* slot, float lo, float hi,
+                    const float* addend) {
   const int64_t nr = gemm_nr(), C = s.C, M = s.M, nt = p.nt, panels = nt / nr;
   const int64_t t0 = b * nt, count = std::min(nt, p.tiles - t0);
   const int64_t vxi = winograd_stride(nt * C), mxi = winograd_stride(M * nt);
@@ -156,7 +157,7 @@ void winograd_block(const ConvShape& s, const WinogradWeights& w, const Winograd
       }
     }
   }
-  winograd_output_transform(xf, Mb, w.bias.get(), lo, hi, y);
+  winograd_output_transform(xf, Mb, w.bias.get(), lo, hi, y, addend);
 }
 
 }  // namespace kernels

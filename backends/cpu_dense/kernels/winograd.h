@@ -69,12 +69,13 @@ inline int64_t winograd_stride(int64_t floats) { return floats + 16; }
 void winograd_input_transform(const WinogradXform& x, const float* xp, float* v);
 // y (M x OH x OW) = A^T M A + bias, clamped, from M [16][M][nt] (xi apart by m_stride); bias [M] or null.
 void winograd_output_transform(const WinogradXform& x, const float* m, const float* bias,
-                               float lo, float hi, float* y);
+                               float lo, float hi, float* y, const float* addend = nullptr);
 
 // Tile block `b` of one image: y (M x OH x OW) from its padded input xp. slot: p.slot_floats
 // floats used by this call alone; lo / hi clamp the outputs (after the bias).
 void winograd_block(const ConvShape& s, const WinogradWeights& w, const WinogradPlan& p,
-                    int64_t b, const float* xp, float* y, float* slot, float lo, float hi);
+                    int64_t b, const float* xp, float* y, float* slot, float lo, float hi,
+                    const float* addend = nullptr);
 
 }  // namespace kernels
 }  // namespace cpu_dense

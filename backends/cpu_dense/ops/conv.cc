@@ -13,6 +13,8 @@
 #include "../ops.h"
 #include "../spatial.h"
 
+#include <algorithm>
+
 namespace minnow {
 namespace cpu_dense {
 
@@ -41,6 +43,14 @@ class ConvKernel final : public OpKernel {
   bool fuse_clamp(float lo, float hi) override {
     if (!fast_) return false;
     fast_->set_clamp(lo, hi);
+    return true;
+  }
+
+  // A residual Add of the output (mn_kernel.fuse_add): the SIMD kernels add
+  // inputs[input_index] as they write (before the clamp); the reference loop declines.
+  bool fuse_add(int input_index) override {
+    if (!fast_ || input_index < 2 || input_index > 3) return false;
+    addend_input_ = input_index;
     return true;
   }
 
@@ -75,6 +85,7 @@ class ConvKernel final : public OpKernel {
                        int num_outputs) const override {
     if (!fast_) return 0;
     kernels::ConvShape s;
+    if (addend_input_ >= 0) num_inputs = std::min(num_inputs, addend_input_);
     geometry(in, num_inputs, out, num_outputs, &s);
     return fast_->scratch_bytes(s);
   }
@@ -138,10 +149,21 @@ class ConvKernel final : public OpKernel {
            int num_outputs) const override {
     kernels::ConvShape shape;
     Axis ax[kMaxSpatial];
+    // A fused addend comes after the node's own inputs.
+    const float* addend = nullptr;
+    if (addend_input_ >= 0) {
+      if (num_inputs <= addend_input_) fail("the fused Add's addend is missing at run time");
+      const mn_tensor& r = in[addend_input_];
+      check_dtype(r, MN_F32, "the fused Add's addend");
+      if (r.rank != out[0].rank || !std::equal(r.dims, r.dims + r.rank, out[0].dims))
+        fail("the fused Add's addend " + shape_str(r) + " differs from the output " + shape_str(out[0]));
+      addend = static_cast<const float*>(r.data);
+      num_inputs = addend_input_;
+    }
     const float* bias = geometry(in, num_inputs, out, num_outputs, &shape, ax);
     if (fast_) {
       fast_->run(ctx, shape, static_cast<const float*>(in[0].data),
-                 static_cast<const float*>(in[1].data), static_cast<float*>(out[0].data));
+                 static_cast<const float*>(in[1].data), static_cast<float*>(out[0].data), addend);
       return;
     }
     const int64_t N = shape.N, C = shape.C, M = shape.M, Cg = shape.Cg();
@@ -202,6 +224,7 @@ class ConvKernel final : public OpKernel {
   int64_t group_;
   bool kernel_attr_;
   std::unique_ptr<ConvPacked> fast_;
+  int addend_input_ = -1;  // index of a fused Add's addend among the run's inputs, or -1
 };
 
 // Validation shared by bid and make; returns the kernel ready to build.

@@ -25,9 +25,10 @@ extern "C" {
 #endif
 
 #define MINNOW_ABI_MAJOR 1
-#define MINNOW_ABI_MINOR 3 /* 1.1: mn_node.attr_strings; 1.2: run-time-sized outputs
+#define MINNOW_ABI_MINOR 4 /* 1.1: mn_node.attr_strings; 1.2: run-time-sized outputs
                               (mn_shape_ctx.set_output_bound, mn_run_ctx.set_output_dims),
-                              mn_op_def.value_inputs; 1.3: mn_kernel.fuse_clamp */
+                              mn_op_def.value_inputs; 1.3: mn_kernel.fuse_clamp;
+                              1.4: mn_kernel.fuse_add */
 
 #if defined(_WIN32)
 #define MINNOW_PLUGIN_EXPORT __declspec(dllexport)
@@ -214,6 +215,14 @@ typedef struct mn_kernel {
    * activation node that consumes it (Relu, Clip) is then not run, and its output is
    * this kernel's. MN_OK: from now on every run clamps; anything else: unchanged. */
   mn_status (*fuse_clamp)(void* state, float lo, float hi);
+  /* (1.4) Optional, may be null. The host asks, once, while preparing, whether this kernel
+   * can add a second tensor of output 0's type and shape to output 0 as it writes it
+   * (before a clamp from fuse_clamp, which the host may ask for afterwards): the Add node
+   * that is output 0's only consumer is then not run, and its output is this kernel's.
+   * MN_OK: from now on every run passes that tensor as inputs[input_index] (input_index is
+   * the node's own input count: it comes after them) and the kernel adds it; anything
+   * else: unchanged. The tensor never shares memory with output 0. */
+  mn_status (*fuse_add)(void* state, int32_t input_index);
 } mn_kernel;
 
 /* A bid: can this backend run the node, at what cost (arbitrary units, about

@@ -244,6 +244,9 @@ class Kernel {
   // Clamp output 0 to [lo, hi] on every later run (mn_kernel.fuse_clamp); false: cannot.
   // Called while the model is prepared, before any run.
   virtual bool fuse_clamp(float /*lo*/, float /*hi*/) { return false; }
+  // Add inputs[input_index] (output 0's shape) to output 0 on every later run, before the
+  // clamp (mn_kernel.fuse_add); false: cannot. Called while the model is prepared.
+  virtual bool fuse_add(int /*input_index*/) { return false; }
 };
 
 // Wraps a C++ kernel into the C table; the table owns the object.
@@ -279,6 +282,13 @@ inline void export_kernel(std::unique_ptr<Kernel> k, mn_kernel* out) {
   out->fuse_clamp = [](void* s, float lo, float hi) -> mn_status {
     try {
       return static_cast<Kernel*>(s)->fuse_clamp(lo, hi) ? MN_OK : MN_ERR_UNSUPPORTED;
+    } catch (...) {
+      return MN_ERR_INTERNAL;
+    }
+  };
+  out->fuse_add = [](void* s, int32_t input_index) -> mn_status {
+    try {
+      return static_cast<Kernel*>(s)->fuse_add(input_index) ? MN_OK : MN_ERR_UNSUPPORTED;
     } catch (...) {
       return MN_ERR_INTERNAL;
     }
