@@ -180,10 +180,21 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
     // B in panel layout, [NR-column panel][kc][NR]: each tile reads one contiguous,
     // aligned kc x NR strip. (Reading a 1x1 conv's X in place was measured slower: its rows
     // start mid cache line, and power-of-two row strides map a strip onto a few L1 sets.)
+    // Pointwise convs with few output channels read their B panels from X in place (the
+    // rows of X are B's rows), all but a partial last panel: the copy costs as much per
+    // float as the GEMM does with Mg rows of W when Mg is small. On the Xeon (AVX-512;
+    // one layer, X just written, W cold, 11 alternating runs) 128 -> 16 at 55x55 1.79x,
+    // 144 -> 24 at 56x56 1.37x, 32 -> 16 at 112x112 1.21x, 384 -> 64 at 14x14 1.22x, but
+    // 576 -> 96 0.86x and 16 -> 96 0.89x; in the models (alternating runs of the whole
+    // model) mobilenet_v2's projections 1.1-1.4x, squeezenet1_1's squeeze convs 1.05-1.3x.
+    // On the Zen 3 (AVX2, NR 16) in place was slower in a chain of layers (32 -> 16 at
+    // 112x112 595 vs 491 us), so it stays with 32-wide panels.
+    const bool b_in_place = direct && nr >= 32 && Mg <= 64;
+    const int64_t whole_cols = cols / nr * nr;  // in place: the panels of NR whole columns
     if (direct) {
       for (int64_t kk = 0; kk < kc; ++kk) {
         const float* src = xg + (k0 + kk) * P + j0;
-        for (int64_t jq = 0; jq < cols; jq += nr) {
+        for (int64_t jq = b_in_place ? whole_cols : 0; jq < cols; jq += nr) {
           float* o = slot + jq * kc + kk * nr;
           const int64_t n = std::min(nr, cols - jq);
           for (int64_t q = 0; q < n; ++q) o[q] = src[jq + q];
@@ -238,6 +249,11 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
     for (int64_t pb = pi0; pb < pi1; pb += mcp) {
       for (int64_t jq = 0; jq < full_cols; jq += nr) {
         tile.b = slot + jq * kc;  // panel q starts at q * kc * NR
+        tile.ldb = nr;
+        if (b_in_place && jq < whole_cols) {
+          tile.b = xg + k0 * P + j0 + jq;
+          tile.ldb = P;
+        }
         tile.nr = static_cast<int>(std::min(nr, cols - jq));
         for (int64_t pi = pb; pi < std::min(pi1, pb + mcp); ++pi) {
           const int64_t i0 = pi * kGemmMR;
