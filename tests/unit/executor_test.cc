@@ -2,6 +2,7 @@
 // re-infers shapes; sessions run concurrently with identical results; backend policy.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
 
 #include <minnow/minnow.h>
@@ -289,6 +290,72 @@ TEST_SUITE("executor") {
         CHECK(mismatches == 0);
       }
       CHECK(sf->profile().size() + 7 == sp->profile().size());  // 5 Adds, relu2, clip5
+    }
+  }
+
+  TEST_CASE("Concat of channels: producers write into its output, it does not run") {
+    auto e = test::make_engine();
+    // x -> conv a (+ Relu, fused) | conv b -> Concat(a, b) -> conv c, conv d ->
+    // Concat(c, x2, d) where x2 is a graph input and d also feeds an Add (that Concat
+    // copies), then a Concat of that with itself along axis 2 (copies). With `expose` every Concat input is a
+    // graph output too: nothing is written in place, the reference to compare with.
+    auto build = [](int64_t n, bool expose) {
+      ModelBuilder b("concat");
+      b.add_input("x", DataType::kFloat32, Shape{n, 4, 6, 5});
+      b.add_input("x2", DataType::kFloat32, Shape{n, 3, 6, 5});
+      b.add_constant("wa", test::random_tensor({3, 4, 1, 1}, 1));
+      b.add_constant("wb", test::random_tensor({5, 4, 3, 3}, 2));
+      b.add_constant("wc", test::random_tensor({2, 8, 1, 1}, 3));
+      b.add_constant("wd", test::random_tensor({3, 8, 1, 1}, 4));
+      b.add_node("Conv", {"x", "wa"}, {"a0"}, {}, "conva");
+      b.add_node("Relu", {"a0"}, {"a"}, {}, "relua");
+      b.add_node("Conv", {"x", "wb"}, {"bb"}, {Attr::Ints("pads", {1, 1, 1, 1})}, "convb");
+      b.add_node("Concat", {"a", "bb"}, {"ab"}, {Attr::Int("axis", 1)}, "cat1");
+      b.add_node("Conv", {"ab", "wc"}, {"c"}, {}, "convc");
+      b.add_node("Conv", {"ab", "wd"}, {"d"}, {}, "convd");
+      b.add_node("Concat", {"c", "x2", "d"}, {"cx"}, {Attr::Int("axis", -3)}, "cat2");
+      b.add_node("Add", {"d", "x2"}, {"s"}, {}, "add");
+      b.add_node("Concat", {"cx", "cx"}, {"y"}, {Attr::Int("axis", 2)}, "cat3");
+      b.add_output("y");
+      b.add_output("s");
+      if (expose)
+        for (const char* t : {"a", "bb", "c", "d", "cx"}) b.add_output(t);
+      return b.build().value();
+    };
+    for (int64_t n : {1, 2}) {
+      auto pmr = e->prepare(build(n, false));
+      REQUIRE_MESSAGE(pmr.is_ok(), pmr.status().message());
+      auto refr = e->prepare(build(n, true));
+      REQUIRE_MESSAGE(refr.is_ok(), refr.status().message());
+      auto pm = pmr.value();
+      auto ref = refr.value();
+      for (int threads : {1, 2}) {
+        SessionOptions so;
+        so.profile = true;
+        so.threads = threads;
+        auto s = Session::create(pm, so).value();
+        auto r = Session::create(ref, so).value();
+        for (int k = 0; k < 2; ++k) {
+          Tensor x = test::random_tensor({n, 4, 6, 5}, 80 + k), x2 = test::random_tensor({n, 3, 6, 5}, 90 + k);
+          auto y = s->run({x, x2});
+          auto want = r->run({x, x2});
+          REQUIRE_MESSAGE(y.is_ok(), y.status().message());
+          REQUIRE_MESSAGE(want.is_ok(), want.status().message());
+          const Tensor& a = y.value()[0];
+          const Tensor& b = want.value()[0];
+          REQUIRE(a.shape() == b.shape());
+          int mismatches = 0;
+          for (int64_t i = 0; i < a.elements(); ++i) mismatches += a.data<float>()[i] != b.data<float>()[i];
+          CHECK(mismatches == 0);
+        }
+        std::vector<std::string> ran;
+        for (const auto& p : s->profile()) ran.push_back(p.name);
+        auto did_run = [&](const char* name) { return std::find(ran.begin(), ran.end(), name) != ran.end(); };
+        CHECK(did_run("cat1") == (n != 1));  // one image: its inputs are written in place
+        CHECK(did_run("cat2"));
+        CHECK(did_run("cat3"));
+        CHECK(r->profile().size() == s->profile().size() + (n == 1 ? 2 : 1));  // + relua, fused here
+      }
     }
   }
 
