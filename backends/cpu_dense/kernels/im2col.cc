@@ -211,9 +211,12 @@ void window_block(const ConvShape& s, const float* win, int64_t c0, const Window
   for (int64_t q = 0; q < panels; ++q) {
     float* o = dst + q * nr * kc;
     const int32_t f = first[q], l = first[q + 1];
-    if (l - f == 1 && len[f] == nr && nr == 16) {  // the common case: one whole run
+    if (l - f == 1 && len[f] == nr && (nr == 16 || nr == 32)) {  // the common case: one whole run
       const float* from = win + src[f];
-      for (int64_t kk = 0; kk < kc; ++kk) std::memcpy(o + kk * 16, from + boff[kk], 16 * sizeof(float));
+      if (nr == 16)
+        for (int64_t kk = 0; kk < kc; ++kk) std::memcpy(o + kk * 16, from + boff[kk], 16 * sizeof(float));
+      else
+        for (int64_t kk = 0; kk < kc; ++kk) std::memcpy(o + kk * 32, from + boff[kk], 32 * sizeof(float));
       continue;
     }
     // Runs of a few floats: inline loops (a memcpy call per run cost more than the run).

@@ -207,6 +207,10 @@ TEST_CASE("GEMM convolution matches the reference") {
       {1, 4, 6, 1, {1, 15, 14}, {1, 3, 3}, {1, 1, 1}, {1, 2, 3}, {0, 2, 3}, {0, 1, 0}},
       {1, 3, 8, 1, {1, 30, 30}, {1, 7, 7}, {1, 2, 2}, {1, 1, 1}, {0, 3, 3}, {0, 3, 3}},
       {1, 65, 17, 1, {1, 6, 6}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+      // output rows wider than a panel at every NR (70, 80 wide): panels that are one
+      // whole run of a window row, and panels across two rows
+      {1, 3, 8, 1, {1, 5, 70}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+      {1, 3, 10, 1, {1, 7, 161}, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 0}, {0, 0, 0}},
       // K > KC (several K chunks with beta accumulation), wide M (several row chunks)
       {1, 64, 70, 1, {1, 7, 7}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
       // a tail of P % NR <= NR / 4 pixels (dot tiles; 33, 34, 66 leave 1-2 past every
