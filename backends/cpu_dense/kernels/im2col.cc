@@ -139,6 +139,30 @@ void window_rows(const ConvShape& s, const float* xg, int64_t c0, int64_t c1, co
         continue;
       }
       const float* xr = xc + ih * IW;
+      // Stride 2: both phases in one pass over the row, pairs of input columns (the loop
+      // per phase read every other float: on resnet50's 128-channel 56 -> 28 layer the
+      // window took 11.8 % of the layer's samples, 8.3 % this way).
+      if (sw == 2) {
+        float* o0 = o;
+        float* o1 = o + g.pwid;
+        for (int64_t i = 0; i < g.pwid; ++i) o0[i] = 0.0f;
+        for (int64_t i = 0; i < g.pwid; ++i) o1[i] = 0.0f;
+        // Index i of phase f reads input column 2i + f - pw. Whole pairs (both inside):
+        // i from ceil(pw / 2) while 2i - pw + 1 <= IW - 1.
+        const int64_t i0 = std::min(g.pwid, (pw + 1) / 2);
+        const int64_t i1 = std::max(i0, std::min(g.pwid, (IW + pw) / 2));
+        const float* xp = xr + 2 * i0 - pw;
+        for (int64_t i = i0; i < i1; ++i) {
+          o0[i] = xp[2 * (i - i0)];
+          o1[i] = xp[2 * (i - i0) + 1];
+        }
+        // An odd pad leaves input column 0 alone in phase 1; an odd end leaves the last
+        // column alone in phase 0.
+        if (pw % 2 == 1 && (pw - 1) / 2 < g.pwid && IW > 0) o1[(pw - 1) / 2] = xr[0];
+        if ((IW - 1 + pw) % 2 == 0 && (IW - 1 + pw) / 2 < g.pwid && (IW - 1 + pw) / 2 >= i1 && IW - 1 >= 0)
+          o0[(IW - 1 + pw) / 2] = xr[IW - 1];
+        continue;
+      }
       for (int64_t f = 0; f < sw; ++f, o += g.pwid) {
         // Index i reads input column f + sw * i - pw: inside the input for i in [ia, ib).
         const int64_t ia = std::min(g.pwid, pw > f ? (pw - f + sw - 1) / sw : 0);
@@ -219,7 +243,8 @@ void window_block(const ConvShape& s, const float* win, int64_t c0, const Window
         for (int64_t kk = 0; kk < kc; ++kk) std::memcpy(o + kk * 32, from + boff[kk], 32 * sizeof(float));
       continue;
     }
-    // Runs of a few floats: inline loops (a memcpy call per run cost more than the run).
+    // Runs of a few floats: inline loops (a memcpy call per run cost more than the run;
+    // fixed-size copies of NR floats, overwritten in order, were no faster on the Xeon).
     for (int64_t kk = 0; kk < kc; ++kk)
       for (int32_t i = f; i < l; ++i) {
         float* to = o + kk * nr + lane[i];
