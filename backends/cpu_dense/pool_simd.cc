@@ -18,7 +18,16 @@ namespace {
 // the Zen 3 (AVX2) the blocks' gathers were slower than planes at 55x55 and 112x112 until
 // they became register transposes (41 alternating runs, plane / block: 467 / 304,
 // 361 / 126, 253 / 63 us for squeezenet's three pools, 487 / 303 us for resnet's).
-bool use_block(const kernels::ConvShape& s) { return kernels::maxpool_block_applies(s); }
+// Stride-2 pools without left padding whose output rows hold a vector take planes
+// (maxpool_plane reads the input rows directly, de-interleaving pairs of vectors; no
+// transposes): squeezenet1_1's 64 x 111 -> 55 pool 0.276 -> 0.231-0.246 ms, 128 x 55 ->
+// 27 0.129 -> 0.122 (Xeon, minimum of 200 runs in the model, three alternating
+// processes). With a padded border its per-element edge columns made resnet's 112 -> 56
+// pool slower (0.30 -> 0.33 ms): blocks there.
+bool use_block(const kernels::ConvShape& s) {
+  if (kernels::maxpool_plane_reads_rows(s)) return false;
+  return kernels::maxpool_block_applies(s);
+}
 }  // namespace
 
 size_t maxpool_simd_scratch(const kernels::ConvShape& s) {

@@ -113,6 +113,10 @@ void dwconv_block(const ConvShape& s, int64_t block, const float* x, const float
 // ---- Max pooling, same plane scheme (2-D or 1-D: k[0] == 1, in[0] == 1) -------------
 // Output plane `plane` = n * C + c of y (M == C, group unused); scratch: dwconv_slot_floats.
 void maxpool_plane(const ConvShape& s, int64_t plane, const float* x, float* y, float* slot);
+// Whether maxpool_plane reads the input rows in place (stride 2 along rows, dilation 1, at
+// most 3 taps a row, no left padding, output rows of at least one vector; planes without
+// NaN): no padded copy of the plane.
+bool maxpool_plane_reads_rows(const ConvShape& s);
 void maxpool_ref(const ConvShape& s, const float* x, float* y);
 // Channel-blocked max pooling (as dwconv_block): block b = planes b * L .. b * L + L - 1;
 // C a multiple of L, windows of at most 64 taps; scratch: dwconv_block_slot_floats.

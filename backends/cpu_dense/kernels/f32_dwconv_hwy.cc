@@ -623,10 +623,93 @@ bool AnyNaN(const float* p, int64_t n) {
 // at a time so the chains overlap; the compare-and-select that keeps NaN is four a tap
 // and runs only for planes that hold one. Tap offsets come from a table built once per
 // plane (no divisions in the loops).
+// Stride 2 along rows (dilation 1, up to 3 taps a row): no padded plane. L outputs of a
+// row read 2L (+2) consecutive input floats, whose even and odd lanes (two-vector
+// concatenations) are the taps kw = 0, 1 and, one float further, 2: each tap a Max on
+// whole vectors, no transposes or copies. The output columns whose taps all lie inside
+// the input row go by vectors (the last vector overlapping the one before), the rest and
+// rows of windows that reach into the padding by the same rule per element. Plain Max,
+// with every loaded vector checked for NaN on the way (one pass over the input, which
+// comes from L3 for large planes: a NaN check first was 40 % of the time): returns false
+// when the plane holds a NaN a window reads, or the shape is not one it takes, and the
+// caller then runs the general plane kernel.
+bool MaxPlaneStride2(const ConvShape& s, const float* xp, float* yp) {
+#if HWY_TARGET == HWY_SCALAR
+  (void)s, (void)xp, (void)yp;
+  return false;
+#else
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t IH = s.in[1], IW = s.in[2], OH = s.out[1], OW = s.out[2];
+  const int64_t KH = s.k[1], KW = s.k[2], sh = s.s[1], dh = s.d[1], ph = s.pb[1], pw = s.pb[2];
+  if (s.s[2] != 2 || s.d[2] != 1 || KW > 3 || pw != 0 || OW < L || L < 2) return false;
+  // Vector outputs: ow in [v0, v1) with 2 * ow - pw >= 0 and the last vector's loads (2L + 2
+  // floats from 2 * (v1 - L) - pw) inside the row: 2 * v1 <= IW - 2 + pw.
+  const int64_t v0 = (pw + 1) / 2;
+  const int64_t v1 = IW - 2 + pw < 0 ? 0 : std::min(OW, (IW - 2 + pw) / 2);
+  const bool vec = v1 - v0 >= L;
+  const float ninf = -std::numeric_limits<float>::infinity();
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    float* yr = yp + oh * OW;
+    const int64_t ih0 = oh * sh - ph;
+    bool nan = false;
+    auto scalar = [&](int64_t ow) {
+      float m = ninf;
+      for (int64_t kh = 0; kh < KH; ++kh) {
+        const int64_t ih = ih0 + kh * dh;
+        if (ih < 0 || ih >= IH) continue;
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          const int64_t iw = 2 * ow - pw + kw;
+          if (iw < 0 || iw >= IW) continue;
+          const float v = xp[ih * IW + iw];
+          nan |= std::isnan(v);
+          m = std::max(m, v);
+        }
+      }
+      yr[ow] = m;
+    };
+    if (!vec) {
+      for (int64_t ow = 0; ow < OW; ++ow) scalar(ow);
+      if (nan) return false;
+      continue;
+    }
+    auto any_nan = hn::Ne(hn::Zero(d), hn::Zero(d));  // all false
+    for (int64_t ow = v0;; ow += L) {
+      if (ow + L > v1) ow = v1 - L;  // the last vector overlaps the one before
+      V m = hn::Set(d, ninf);
+      for (int64_t kh = 0; kh < KH; ++kh) {
+        const int64_t ih = ih0 + kh * dh;
+        if (ih < 0 || ih >= IH) continue;
+        const float* b = xp + ih * IW + 2 * ow - pw;
+        const V lo = hn::LoadU(d, b), hi = hn::LoadU(d, b + L);
+        // (The +2 loads add no float the window reads that these two do not hold, except
+        // the last, b[2L + 1]: that one is checked with them.)
+        any_nan = hn::Or(any_nan, hn::Or(hn::IsNaN(lo), hn::IsNaN(hi)));
+        m = hn::Max(m, hn::ConcatEven(d, hi, lo));
+        if (KW > 1) m = hn::Max(m, hn::ConcatOdd(d, hi, lo));
+        if (KW > 2) {
+          const V hi2 = hn::LoadU(d, b + L + 2);
+          any_nan = hn::Or(any_nan, hn::IsNaN(hi2));
+          m = hn::Max(m, hn::ConcatEven(d, hi2, hn::LoadU(d, b + 2)));
+        }
+      }
+      hn::StoreU(m, d, yr + ow);
+      if (ow + L >= v1) break;
+    }
+    for (int64_t ow = 0; ow < v0; ++ow) scalar(ow);
+    for (int64_t ow = v1; ow < OW; ++ow) scalar(ow);
+    if (nan || !hn::AllFalse(d, any_nan)) return false;
+  }
+  return true;
+#endif
+}
+
 void MaxPlaneImpl(const ConvShape& s, int64_t plane, const float* x, float* y, float* slot) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  if (MaxPlaneStride2(s, x + plane * s.in[1] * s.in[2], y + plane * s.out[1] * s.out[2])) return;
   const DwGeom g = dw_geom(s, L);
   const int64_t sw = s.s[2], sh = s.s[1];
   const int64_t KH = s.k[1], KW = s.k[2], OH = s.out[1], OW = s.out[2];
@@ -700,6 +783,12 @@ HWY_EXPORT(TransposesImpl);
 
 void maxpool_plane(const ConvShape& s, int64_t plane, const float* x, float* y, float* slot) {
   HWY_DYNAMIC_DISPATCH(MaxPlaneImpl)(s, plane, x, y, slot);
+}
+
+bool maxpool_plane_reads_rows(const ConvShape& s) {
+  const int64_t L = HWY_DYNAMIC_DISPATCH(DwLanesImpl)();
+  return L >= 2 && s.k[0] == 1 && s.in[0] == 1 && s.s[2] == 2 && s.d[2] == 1 && s.k[2] <= 3 &&
+         s.pb[2] == 0 && s.out[2] >= L;
 }
 
 bool dwconv_applies(const ConvShape& s) {

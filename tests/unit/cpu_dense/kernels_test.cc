@@ -369,6 +369,28 @@ TEST_CASE("direct max pooling matches the reference (pads, strides, dilation, ce
             ++count;
           }
   CHECK(count > 100);
+  // Stride-2 planes read in place (maxpool_plane_reads_rows) check every float a window
+  // reads for NaN, those of the last vector's third tap too: a NaN at each position in
+  // turn, 1-3 taps a row, rows of one and two vectors plus a tail.
+  for (int64_t kw : {1, 2, 3})
+    for (int64_t w : {35, 36, 70, 75}) {
+      ConvCase c{1, 1, 1, 1, {1, 3, w}, {1, 3, kw}, {1, 2, 2}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}};
+      ConvShape s = shape_of(c);
+      const std::vector<float> base = randn(rng, size_t(s.Pin()));
+      std::vector<float> slot(size_t(dwconv_slot_floats(s)), kNaN);
+      bool same = true;
+      for (size_t pos = 0; pos < base.size(); ++pos) {
+        std::vector<float> x = base;
+        x[pos] = kNaN;
+        std::vector<float> want(size_t(s.P())), got(want.size(), 1234.0f);
+        maxpool_ref(s, x.data(), want.data());
+        maxpool_plane(s, 0, x.data(), got.data(), slot.data());
+        for (size_t i = 0; i < got.size(); ++i)
+          same = same && (got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i])));
+      }
+      INFO("maxpool NaN positions " << describe(s));
+      CHECK(same);
+    }
   // Channel-blocked: channels a multiple of the vector width, the same windows, and planes
   // of the sizes it is used for (13, 27, 55 wide outputs in squeezenet).
   const int64_t L = dwconv_block_lanes();
