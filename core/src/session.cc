@@ -434,27 +434,22 @@ Status Session::Impl::plan() {
   std::vector<int> request_of(nt, -1);
   std::vector<BufferRequest> reqs;
   std::vector<int> req_tensor;
+  auto request = [&](int32_t t, size_t step) {  // tensor t's buffer, born at `step`
+    BufferRequest r;
+    r.size = static_cast<size_t>(shape_elements(st[t].dims)) * dtype_size(st[t].dtype);
+    r.first_use = r.last_use = static_cast<int>(step);
+    request_of[t] = static_cast<int>(reqs.size());
+    reqs.push_back(r);
+    req_tensor.push_back(t);
+  };
   for (size_t s = 0; s < order.size(); ++s)
     for (int32_t o : g.nodes[order[s]].outputs) {
       if (graph_output_slot[o] >= 0 || (st[o].value && !st[o].bounded)) continue;
       if (concat_base[o] >= 0) {  // written into an elided Concat's output, born with it
-        const int32_t z = concat_base[o];
-        if (request_of[z] < 0) {
-          BufferRequest r;
-          r.size = static_cast<size_t>(shape_elements(st[z].dims)) * dtype_size(st[z].dtype);
-          r.first_use = r.last_use = static_cast<int>(s);
-          request_of[z] = static_cast<int>(reqs.size());
-          reqs.push_back(r);
-          req_tensor.push_back(z);
-        }
+        if (request_of[concat_base[o]] < 0) request(concat_base[o], s);
         continue;
       }
-      BufferRequest r;
-      r.size = static_cast<size_t>(shape_elements(st[o].dims)) * dtype_size(st[o].dtype);
-      r.first_use = r.last_use = static_cast<int>(s);
-      request_of[o] = static_cast<int>(reqs.size());
-      reqs.push_back(r);
-      req_tensor.push_back(o);
+      request(o, s);
     }
   for (size_t s = 0; s < order.size(); ++s) {
     auto used = [&](int32_t in0) {

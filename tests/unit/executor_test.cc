@@ -209,6 +209,20 @@ TEST_SUITE("executor") {
     for (int64_t i = 0; i < yp[0].elements(); ++i) CHECK(y2.value()[0].data<float>()[i] == yp[0].data<float>()[i]);
   }
 
+  // Runs both sessions on `inputs`; their first outputs must be the same, bit for bit.
+  void expect_same_output(Session& got, Session& want, const std::vector<Tensor>& inputs) {
+    auto a = got.run(inputs);
+    auto b = want.run(inputs);
+    REQUIRE_MESSAGE(a.is_ok(), a.status().message());
+    REQUIRE_MESSAGE(b.is_ok(), b.status().message());
+    const Tensor& ya = a.value()[0];
+    const Tensor& yb = b.value()[0];
+    REQUIRE(ya.shape() == yb.shape());
+    int mismatches = 0;
+    for (int64_t i = 0; i < ya.elements(); ++i) mismatches += ya.data<float>()[i] != yb.data<float>()[i];
+    CHECK(mismatches == 0);
+  }
+
   TEST_CASE("residual Add (and the Relu after it) fused into the Conv before it: same outputs") {
     auto e = test::make_engine();
     // Residual blocks through each Conv path of cpu_dense: 3x3 GEMM (8 channels), Winograd
@@ -276,19 +290,8 @@ TEST_SUITE("executor") {
       so.profile = true;
       auto sf = Session::create(fused, so).value();
       auto sp = Session::create(plain, so).value();
-      for (int k = 0; k < 2; ++k) {
-        Tensor x = test::random_tensor({2, 16, 10, 37}, 60 + k), skip = test::random_tensor({2, 16, 10, 37}, 70 + k);
-        auto yf = sf->run({x, skip});
-        auto yp = sp->run({x, skip});
-        REQUIRE_MESSAGE(yf.is_ok(), yf.status().message());
-        REQUIRE_MESSAGE(yp.is_ok(), yp.status().message());
-        const Tensor& a = yf.value()[0];
-        const Tensor& b = yp.value()[0];
-        REQUIRE(a.shape() == b.shape());
-        int mismatches = 0;
-        for (int64_t i = 0; i < a.elements(); ++i) mismatches += a.data<float>()[i] != b.data<float>()[i];
-        CHECK(mismatches == 0);
-      }
+      for (int k = 0; k < 2; ++k)
+        expect_same_output(*sf, *sp, {test::random_tensor({2, 16, 10, 37}, 60 + k), test::random_tensor({2, 16, 10, 37}, 70 + k)});
       CHECK(sf->profile().size() + 7 == sp->profile().size());  // 5 Adds, relu2, clip5
     }
   }
@@ -335,19 +338,8 @@ TEST_SUITE("executor") {
         so.threads = threads;
         auto s = Session::create(pm, so).value();
         auto r = Session::create(ref, so).value();
-        for (int k = 0; k < 2; ++k) {
-          Tensor x = test::random_tensor({n, 4, 6, 5}, 80 + k), x2 = test::random_tensor({n, 3, 6, 5}, 90 + k);
-          auto y = s->run({x, x2});
-          auto want = r->run({x, x2});
-          REQUIRE_MESSAGE(y.is_ok(), y.status().message());
-          REQUIRE_MESSAGE(want.is_ok(), want.status().message());
-          const Tensor& a = y.value()[0];
-          const Tensor& b = want.value()[0];
-          REQUIRE(a.shape() == b.shape());
-          int mismatches = 0;
-          for (int64_t i = 0; i < a.elements(); ++i) mismatches += a.data<float>()[i] != b.data<float>()[i];
-          CHECK(mismatches == 0);
-        }
+        for (int k = 0; k < 2; ++k)
+          expect_same_output(*s, *r, {test::random_tensor({n, 4, 6, 5}, 80 + k), test::random_tensor({n, 3, 6, 5}, 90 + k)});
         std::vector<std::string> ran;
         for (const auto& p : s->profile()) ran.push_back(p.name);
         auto did_run = [&](const char* name) { return std::find(ran.begin(), ran.end(), name) != ran.end(); };
