@@ -131,9 +131,15 @@ function main() {
       const r = benchOne(o, m, t, tmp);
       rows.push(r);
       console.log(line(r));
+      // On a shared, noisy host the round medians drift together: the two rounds of one
+      // round pair ran seconds apart, so their ratios, and the ratio of the best rounds,
+      // say more than medians taken minutes apart.
+      const paired = r.minnow_rounds.map((x, i) => x / r.ort_rounds[i]);
       console.error(`  ${m.name} t${t}: ORT rounds ${r.ort_rounds.map((x) => x.toFixed(2)).join(' ')}; ` +
-        `Minnow rounds ${r.minnow_rounds.map((x) => x.toFixed(2)).join(' ')}; ORT session create ${r.ort_create_ms.toFixed(0)} ms; ` +
-        `max |ORT output| ${r.max_abs_output.toPrecision(3)}`);
+        `Minnow rounds ${r.minnow_rounds.map((x) => x.toFixed(2)).join(' ')}; ` +
+        `paired ratios ${paired.map((x) => x.toFixed(2)).join(' ')} (median ${median(paired).toFixed(2)}, ` +
+        `best rounds ${(Math.min(...r.minnow_rounds) / Math.min(...r.ort_rounds)).toFixed(2)}); ` +
+        `ORT session create ${r.ort_create_ms.toFixed(0)} ms; max |ORT output| ${r.max_abs_output.toPrecision(3)}`);
     }
   }
   if (o.markdown) fs.writeFileSync(o.markdown, head + '\n' + rows.map(line).join('\n') + '\n');
