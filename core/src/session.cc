@@ -407,8 +407,9 @@ Status Session::Impl::plan() {
       std::vector<int32_t> bases;
       for (int32_t in : node.inputs) {
         const int32_t b = resolve(in);
+        // (An input written by a Concat elided here already lives in that one's output.)
         ok = ok && in >= 0 && b >= 0 && !is_graph_io[b] && !is_graph_io[in] && !st[b].value && !st[b].bounded &&
-             st[b].dtype == zs.dtype && producer[b] >= 0 && uses[b] == 1 &&
+             st[b].dtype == zs.dtype && producer[b] >= 0 && !skip[producer[b]] && uses[b] == 1 &&
              std::find(bases.begin(), bases.end(), b) == bases.end();
         if (!ok) break;
         bases.push_back(b);

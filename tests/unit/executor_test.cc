@@ -300,8 +300,9 @@ TEST_SUITE("executor") {
     auto e = test::make_engine();
     // x -> conv a (+ Relu, fused) | conv b -> Concat(a, b) -> conv c, conv d ->
     // Concat(c, x2, d) where x2 is a graph input and d also feeds an Add (that Concat
-    // copies), then a Concat of that with itself along axis 2 (copies). With `expose` every Concat input is a
-    // graph output too: nothing is written in place, the reference to compare with.
+    // copies), then a Concat of that with itself along axis 2 (copies); and a Concat whose
+    // input is another Concat written in place (copies). With `expose` every Concat input
+    // is a graph output too: nothing is written in place, the reference to compare with.
     auto build = [](int64_t n, bool expose) {
       ModelBuilder b("concat");
       b.add_input("x", DataType::kFloat32, Shape{n, 4, 6, 5});
@@ -310,19 +311,30 @@ TEST_SUITE("executor") {
       b.add_constant("wb", test::random_tensor({5, 4, 3, 3}, 2));
       b.add_constant("wc", test::random_tensor({2, 8, 1, 1}, 3));
       b.add_constant("wd", test::random_tensor({3, 8, 1, 1}, 4));
+      b.add_constant("we", test::random_tensor({2, 4, 1, 1}, 5));
+      b.add_constant("wf", test::random_tensor({8, 10, 1, 1}, 6));
       b.add_node("Conv", {"x", "wa"}, {"a0"}, {}, "conva");
       b.add_node("Relu", {"a0"}, {"a"}, {}, "relua");
       b.add_node("Conv", {"x", "wb"}, {"bb"}, {Attr::Ints("pads", {1, 1, 1, 1})}, "convb");
       b.add_node("Concat", {"a", "bb"}, {"ab"}, {Attr::Int("axis", 1)}, "cat1");
       b.add_node("Conv", {"ab", "wc"}, {"c"}, {}, "convc");
       b.add_node("Conv", {"ab", "wd"}, {"d"}, {}, "convd");
+      b.add_node("Conv", {"x", "wa"}, {"a2"}, {}, "conva2");
+      b.add_node("Conv", {"x", "wb"}, {"b2"}, {Attr::Ints("pads", {1, 1, 1, 1})}, "convb2");
+      b.add_node("Concat", {"a2", "b2"}, {"ab2"}, {Attr::Int("axis", 1)}, "cat5");
+      b.add_node("Conv", {"x", "we"}, {"e"}, {}, "conve");
       b.add_node("Concat", {"c", "x2", "d"}, {"cx"}, {Attr::Int("axis", -3)}, "cat2");
       b.add_node("Add", {"d", "x2"}, {"s"}, {}, "add");
-      b.add_node("Concat", {"cx", "cx"}, {"y"}, {Attr::Int("axis", 2)}, "cat3");
+      b.add_node("Concat", {"cx", "cx"}, {"y0"}, {Attr::Int("axis", 2)}, "cat3");
+      // A Concat of a Concat written in place (cat4 of cat1's output): cat4 copies.
+      b.add_node("Concat", {"ab2", "e"}, {"abe"}, {Attr::Int("axis", 1)}, "cat4");
+      b.add_node("Conv", {"abe", "wf"}, {"f"}, {}, "convf");
+      b.add_node("Concat", {"f", "f"}, {"ff"}, {Attr::Int("axis", 2)}, "cat6");
+      b.add_node("Add", {"y0", "ff"}, {"y"}, {}, "addf");
       b.add_output("y");
       b.add_output("s");
       if (expose)
-        for (const char* t : {"a", "bb", "c", "d", "cx"}) b.add_output(t);
+        for (const char* t : {"a", "bb", "c", "d", "cx", "a2", "b2", "ab2", "e"}) b.add_output(t);
       return b.build().value();
     };
     for (int64_t n : {1, 2}) {
@@ -346,7 +358,9 @@ TEST_SUITE("executor") {
         CHECK(did_run("cat1") == (n != 1));  // one image: its inputs are written in place
         CHECK(did_run("cat2"));
         CHECK(did_run("cat3"));
-        CHECK(r->profile().size() == s->profile().size() + (n == 1 ? 2 : 1));  // + relua, fused here
+        CHECK(did_run("cat5") == (n != 1));  // written in place ...
+        CHECK(did_run("cat4"));               // ... so the Concat of it copies
+        CHECK(r->profile().size() == s->profile().size() + (n == 1 ? 3 : 1));  // + relua, fused here
       }
     }
   }
