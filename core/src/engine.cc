@@ -290,7 +290,6 @@ void PreparedModel::Impl::fuse_activations(const Model& model,
                    pk->k.fuse_add(pk->k.state, int32_t(g.nodes[n].inputs.size())) == MN_OK) {
           pk->fused_add_node = b;
           pk->addend_tensor = r;
-          pk->addend_input = int32_t(g.nodes[n].inputs.size());
           fused = true;
         }
         if (fused) {

@@ -20,10 +20,10 @@ struct PreparedKernel {
   // kernel's output 0. Set once, under the cache mutex, while a model is prepared.
   int fused_node = -1;
   // The Add node whose other input (addend_tensor) this kernel adds to its output 0 before
-  // the clamp (mn_kernel.fuse_add accepted it), or -1; passed as input addend_input.
-  // fused_node is then the activation after that Add, if any.
+  // the clamp (mn_kernel.fuse_add accepted it), or -1; the session passes the addend after
+  // the node's own inputs. fused_node is then the activation after that Add, if any.
   int fused_add_node = -1;
-  int32_t addend_tensor = -1, addend_input = -1;
+  int32_t addend_tensor = -1;
   ~PreparedKernel() {
     if (k.destroy) k.destroy(k.state);
   }

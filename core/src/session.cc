@@ -341,6 +341,10 @@ Status Session::Impl::plan() {
   // (alias_of), which then lives until their consumers are done. A fused Add's other
   // input (the addend) becomes an extra input of the producer's step.
   const size_t nt = g.tensors.size();
+  std::vector<int> graph_input_slot(nt, -1), graph_output_slot(nt, -1);
+  for (size_t i = 0; i < g.inputs.size(); ++i) graph_input_slot[g.inputs[i]] = static_cast<int>(i);
+  for (size_t i = 0; i < g.outputs.size(); ++i) graph_output_slot[g.outputs[i]] = static_cast<int>(i);
+  auto graph_io = [&](int32_t t) { return graph_input_slot[t] >= 0 || graph_output_slot[t] >= 0; };
   std::vector<int32_t> alias_of(nt, -1);
   std::vector<int32_t> addend_of(g.nodes.size(), -1);
   for (int n : model->topo_order()) {
@@ -351,7 +355,7 @@ Status Session::Impl::plan() {
     if (pk->fused_add_node >= 0 && !skip[pk->fused_add_node]) {
       const int32_t z = g.nodes[pk->fused_add_node].outputs[0], r = pk->addend_tensor;
       if (st[y].bounded || st[z].bounded || st[r].bounded || st[y].dims != st[z].dims || st[r].dims != st[y].dims ||
-          std::find(g.outputs.begin(), g.outputs.end(), z) != g.outputs.end())
+          graph_output_slot[z] >= 0)
         return internal_error(g.nodes[n].describe() + ": the Add fused into its kernel cannot be planned for these shapes");
       skip[pk->fused_add_node] = true;
       alias_of[z] = y;
@@ -362,7 +366,7 @@ Status Session::Impl::plan() {
     const ir::Node& act = g.nodes[pk->fused_node];
     const int32_t z = act.outputs[0];
     if (act.inputs[0] != out || st[y].bounded || st[z].bounded || st[y].dims != st[z].dims ||
-        std::find(g.outputs.begin(), g.outputs.end(), z) != g.outputs.end())
+        graph_output_slot[z] >= 0)
       continue;
     skip[pk->fused_node] = true;
     alias_of[z] = y;
@@ -387,9 +391,6 @@ Status Session::Impl::plan() {
       for (int32_t o : g.nodes[n].outputs)
         if (o >= 0) producer[o] = n;
     }
-    std::vector<bool> is_graph_io(nt, false);
-    for (int32_t t : g.inputs) is_graph_io[t] = true;
-    for (int32_t t : g.outputs) is_graph_io[t] = true;
     for (int n : model->topo_order()) {
       const ir::Node& node = g.nodes[n];
       if (skip[n] || !kernels[n] || !node.domain.empty() || node.op != "Concat" || node.outputs.size() != 1 ||
@@ -397,7 +398,7 @@ Status Session::Impl::plan() {
         continue;
       const int32_t z = node.outputs[0];
       const TensorState& zs = st[z];
-      if (z < 0 || is_graph_io[z] || zs.bounded || zs.value || alias_of[z] >= 0 || zs.rank < 1) continue;
+      if (z < 0 || graph_io(z) || zs.bounded || zs.value || alias_of[z] >= 0 || zs.rank < 1) continue;
       const ir::Attribute* ax = node.attr("axis");
       int64_t axis = ax ? ax->i : 0;
       if (axis < 0) axis += zs.rank;
@@ -408,7 +409,7 @@ Status Session::Impl::plan() {
       for (int32_t in : node.inputs) {
         const int32_t b = resolve(in);
         // (An input written by a Concat elided here already lives in that one's output.)
-        ok = ok && in >= 0 && b >= 0 && !is_graph_io[b] && !is_graph_io[in] && !st[b].value && !st[b].bounded &&
+        ok = ok && in >= 0 && b >= 0 && !graph_io(b) && !graph_io(in) && !st[b].value && !st[b].bounded &&
              st[b].dtype == zs.dtype && producer[b] >= 0 && !skip[producer[b]] && uses[b] == 1 &&
              std::find(bases.begin(), bases.end(), b) == bases.end();
         if (!ok) break;
@@ -426,9 +427,6 @@ Status Session::Impl::plan() {
   }
 
   // Which tensors live in the arena, and where each one's lifetime ends.
-  std::vector<int> graph_input_slot(nt, -1), graph_output_slot(nt, -1);
-  for (size_t i = 0; i < g.inputs.size(); ++i) graph_input_slot[g.inputs[i]] = static_cast<int>(i);
-  for (size_t i = 0; i < g.outputs.size(); ++i) graph_output_slot[g.outputs[i]] = static_cast<int>(i);
   std::vector<int> order;
   for (int n : model->topo_order())
     if (!skip[n]) order.push_back(n);

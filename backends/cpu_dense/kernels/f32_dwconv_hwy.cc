@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 
 HWY_BEFORE_NAMESPACE();
 namespace minnow {
@@ -255,13 +256,7 @@ inline DwBlockGeom dw_block_geom(const ConvShape& s, int64_t L) {
   DwBlockGeom g;
   const int64_t OH = s.out[1], OW = s.out[2];
   int64_t rows = std::min(OH, (kDwChunkPixels + OW - 1) / OW);
-  int64_t whole = L;  // rows whose pixels make whole vectors: L / gcd(OW, L)
-  for (int64_t a = OW, b = L; b != 0;) {
-    const int64_t t = a % b;
-    a = b;
-    b = t;
-    if (b == 0) whole = L / a;
-  }
+  const int64_t whole = L / std::gcd(OW, L);  // rows whose pixels make whole vectors
   const int64_t rounded = (rows + whole - 1) / whole * whole;
   if (rounded * OW <= 4 * kDwChunkPixels) rows = rounded;
   g.chunk = std::min(OH, rows);
@@ -642,13 +637,12 @@ bool MaxPlaneStride2(const ConvShape& s, const float* xp, float* yp) {
   using V = hn::Vec<decltype(d)>;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   const int64_t IH = s.in[1], IW = s.in[2], OH = s.out[1], OW = s.out[2];
-  const int64_t KH = s.k[1], KW = s.k[2], sh = s.s[1], dh = s.d[1], ph = s.pb[1], pw = s.pb[2];
-  if (s.s[2] != 2 || s.d[2] != 1 || KW > 3 || pw != 0 || OW < L || L < 2) return false;
-  // Vector outputs: ow in [v0, v1) with 2 * ow - pw >= 0 and the last vector's loads (2L + 2
-  // floats from 2 * (v1 - L) - pw) inside the row: 2 * v1 <= IW - 2 + pw.
-  const int64_t v0 = (pw + 1) / 2;
-  const int64_t v1 = IW - 2 + pw < 0 ? 0 : std::min(OW, (IW - 2 + pw) / 2);
-  const bool vec = v1 - v0 >= L;
+  const int64_t KH = s.k[1], KW = s.k[2], sh = s.s[1], dh = s.d[1], ph = s.pb[1];
+  if (!maxpool_rows_shape(s, L)) return false;
+  // No left padding: output column ow reads input columns 2 * ow + kw. Vector outputs:
+  // ow < v1, the last vector's loads (2L + 2 floats from 2 * (v1 - L)) inside the row.
+  const int64_t v1 = IW < 2 ? 0 : std::min(OW, (IW - 2) / 2);
+  const bool vec = v1 >= L;
   const float ninf = -std::numeric_limits<float>::infinity();
   for (int64_t oh = 0; oh < OH; ++oh) {
     float* yr = yp + oh * OW;
@@ -660,8 +654,8 @@ bool MaxPlaneStride2(const ConvShape& s, const float* xp, float* yp) {
         const int64_t ih = ih0 + kh * dh;
         if (ih < 0 || ih >= IH) continue;
         for (int64_t kw = 0; kw < KW; ++kw) {
-          const int64_t iw = 2 * ow - pw + kw;
-          if (iw < 0 || iw >= IW) continue;
+          const int64_t iw = 2 * ow + kw;
+          if (iw >= IW) continue;
           const float v = xp[ih * IW + iw];
           nan |= std::isnan(v);
           m = std::max(m, v);
@@ -675,13 +669,13 @@ bool MaxPlaneStride2(const ConvShape& s, const float* xp, float* yp) {
       continue;
     }
     auto any_nan = hn::Ne(hn::Zero(d), hn::Zero(d));  // all false
-    for (int64_t ow = v0;; ow += L) {
+    for (int64_t ow = 0;; ow += L) {
       if (ow + L > v1) ow = v1 - L;  // the last vector overlaps the one before
       V m = hn::Set(d, ninf);
       for (int64_t kh = 0; kh < KH; ++kh) {
         const int64_t ih = ih0 + kh * dh;
         if (ih < 0 || ih >= IH) continue;
-        const float* b = xp + ih * IW + 2 * ow - pw;
+        const float* b = xp + ih * IW + 2 * ow;
         const V lo = hn::LoadU(d, b), hi = hn::LoadU(d, b + L);
         // (The +2 loads add no float the window reads that these two do not hold, except
         // the last, b[2L + 1]: that one is checked with them.)
@@ -697,7 +691,6 @@ bool MaxPlaneStride2(const ConvShape& s, const float* xp, float* yp) {
       hn::StoreU(m, d, yr + ow);
       if (ow + L >= v1) break;
     }
-    for (int64_t ow = 0; ow < v0; ++ow) scalar(ow);
     for (int64_t ow = v1; ow < OW; ++ow) scalar(ow);
     if (nan || !hn::AllFalse(d, any_nan)) return false;
   }
@@ -786,9 +779,7 @@ void maxpool_plane(const ConvShape& s, int64_t plane, const float* x, float* y, 
 }
 
 bool maxpool_plane_reads_rows(const ConvShape& s) {
-  const int64_t L = HWY_DYNAMIC_DISPATCH(DwLanesImpl)();
-  return L >= 2 && s.k[0] == 1 && s.in[0] == 1 && s.s[2] == 2 && s.d[2] == 1 && s.k[2] <= 3 &&
-         s.pb[2] == 0 && s.out[2] >= L;
+  return maxpool_rows_shape(s, HWY_DYNAMIC_DISPATCH(DwLanesImpl)());
 }
 
 bool dwconv_applies(const ConvShape& s) {

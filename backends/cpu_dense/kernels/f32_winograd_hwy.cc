@@ -146,8 +146,11 @@ void OutputImpl(const WinogradXform& x, const float* Mb, const float* bias, floa
         for (int i = 0; i < 2 && ohk + i < OH; ++i) {
           float* yr = ym + (ohk + i) * OW + owk;
           const float* rr = rm ? rm + (ohk + i) * OW + owk : nullptr;
-          yr[0] = std::min(std::max(yy[i][0] + b + (rr ? rr[0] : 0.0f), lo), hi);
-          if (owk + 1 < OW) yr[1] = std::min(std::max(yy[i][1] + b + (rr ? rr[1] : 0.0f), lo), hi);
+          for (int j = 0; j < 2 && owk + j < OW; ++j) {
+            float v = yy[i][j] + b;
+            if (rr) v += rr[j];  // (no + 0.0f without an addend: -0.0 stays -0.0)
+            yr[j] = std::min(std::max(v, lo), hi);
+          }
         }
       }
     }

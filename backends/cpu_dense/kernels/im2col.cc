@@ -158,9 +158,9 @@ void window_rows(const ConvShape& s, const float* xg, int64_t c0, int64_t c1, co
         }
         // An odd pad leaves input column 0 alone in phase 1; an odd end leaves the last
         // column alone in phase 0.
-        if (pw % 2 == 1 && (pw - 1) / 2 < g.pwid && IW > 0) o1[(pw - 1) / 2] = xr[0];
-        if ((IW - 1 + pw) % 2 == 0 && (IW - 1 + pw) / 2 < g.pwid && (IW - 1 + pw) / 2 >= i1 && IW - 1 >= 0)
-          o0[(IW - 1 + pw) / 2] = xr[IW - 1];
+        if (pw % 2 == 1 && (pw - 1) / 2 < g.pwid) o1[(pw - 1) / 2] = xr[0];
+        const int64_t last = (IW - 1 + pw) / 2;
+        if ((IW - 1 + pw) % 2 == 0 && last < g.pwid && last >= i1) o0[last] = xr[IW - 1];
         continue;
       }
       for (int64_t f = 0; f < sw; ++f, o += g.pwid) {
