@@ -131,6 +131,11 @@ void TileImpl(const Tile& t, const Epilogue& e) {
   V c40 = hn::Zero(d), c41 = hn::Zero(d), c50 = hn::Zero(d), c51 = hn::Zero(d);
   const float* b = t.b;
   const int64_t ldb = t.ldb, acs = t.a_cs;
+  // Unrolled by 4: on Zen 3 (AVX2) the tile ran at ~0.83x of the same loop written with
+  // intrinsics and unrolled (L1-resident A and B, K = 192: 70-77 against 90-95 GFLOP/s);
+  // unrolled, 0.97-1.0x, and whole layers bound by the FMAs 4-6 % faster (576 -> 96 at
+  // 14x14, 3x3 256 at 14x14, 3x3 512 at 7x7; 31 alternating runs).
+#pragma GCC unroll 4
   for (int64_t k = 0; k < t.K; ++k) {
     const V b0 = hn::LoadU(d, b);
     const V b1 = hn::LoadU(d, b + L);
