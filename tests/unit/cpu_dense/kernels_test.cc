@@ -225,6 +225,11 @@ TEST_CASE("GEMM convolution matches the reference") {
       // a small B block (one row panel at a time) with more rows than 16 panels: the dot
       // tiles run per 16 panels and for the rest
       {1, 16, 130, 1, {1, 3, 11}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      // small K over many pixels: column blocks wider than 8 panels (plan_conv doubles
+      // them while B fits 64 KB and 8 blocks per thread remain), a partial last block,
+      // a dot tail (4900 = 306 * 16 + 4); 1x1 copied from X and a 3x3 stride-2 window
+      {1, 4, 7, 1, {1, 70, 70}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      {1, 3, 10, 1, {1, 129, 130}, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1}, {0, 1, 0}},
       // padding larger than the kernel's reach: whole zero rows / columns
       {1, 2, 3, 1, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1}, {0, 3, 3}, {0, 3, 3}},
       // groups (not depthwise)
@@ -239,6 +244,23 @@ TEST_CASE("GEMM convolution matches the reference") {
   for (const ConvCase& c : cases)
     for (int threads : {1, 2, 8})
       for (bool clamp : {false, true}) check_conv(rng, c, false, clamp, threads);
+}
+
+TEST_CASE("plan_conv widens column blocks for small K only, keeping 8 per thread") {
+  const int64_t nr = gemm_nr();
+  ConvShape s;  // 1x1, 4 -> 7 channels over 70x70: B is 4 rows
+  s.C = 4;
+  s.M = 7;
+  s.in[1] = s.in[2] = s.out[1] = s.out[2] = 70;
+  const ConvPlan one = plan_conv(s, 1);
+  CHECK(one.nc > 8 * nr);
+  CHECK(one.kc * one.nc * int64_t(sizeof(float)) <= 64 * 1024);
+  CHECK(one.col_blocks >= 8);
+  const ConvPlan two = plan_conv(s, 2);
+  CHECK(two.col_blocks >= 16);
+  CHECK(two.nc <= one.nc);
+  s.C = 256;  // K = 256: a block of 8 panels is already over 64 KB
+  CHECK(plan_conv(s, 1).nc == 8 * nr);
 }
 
 TEST_CASE("Winograd F(2x2, 3x3) convolution matches the reference") {
