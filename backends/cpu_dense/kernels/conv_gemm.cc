@@ -2,6 +2,7 @@
 // KC x NC scratch block, or copied from X's rows for 1x1 stride-1 convs; plus the direct
 // reference.
 #include <algorithm>
+#include <numeric>
 #include <cmath>
 #include <limits>
 #include <cstring>
@@ -29,6 +30,16 @@ inline void prefetch_rows(const float* a, int64_t ld, int64_t rows, int64_t kc) 
     const char* row = reinterpret_cast<const char*>(a + r * ld);
     for (int64_t b = 0; b < kc * int64_t(sizeof(float)); b += 64) __builtin_prefetch(row + b, 0, 2);
   }
+}
+
+// Whether kc rows of X, P floats apart, spread over enough sets of a 32 KB 8-way L1 (64
+// sets) that a 16-float strip of them stays there: at most 4 of its lines a set. Rows
+// that start mid-line spread over all sets; rows 64 * 2^j bytes apart share 64 / 2^j.
+bool rows_spread(int64_t P, int64_t kc) {
+  const int64_t bytes = P * int64_t(sizeof(float));
+  if (bytes % 64 != 0) return true;
+  const int64_t sets = 64 / std::gcd<int64_t>(bytes / 64, 64);
+  return (kc + sets - 1) / sets <= 4;
 }
 
 }  // namespace
@@ -199,9 +210,15 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
     // 144 -> 24 at 56x56 1.37x, 32 -> 16 at 112x112 1.21x, 384 -> 64 at 14x14 1.22x, but
     // 576 -> 96 0.86x and 16 -> 96 0.89x; in the models (alternating runs of the whole
     // model) mobilenet_v2's projections 1.1-1.4x, squeezenet1_1's squeeze convs 1.05-1.3x.
-    // On the Zen 3 (AVX2, NR 16) in place was slower in a chain of layers (32 -> 16 at
-    // 112x112 595 vs 491 us), so it stays with 32-wide panels.
-    const bool b_in_place = direct && nr >= 32 && Mg <= 64;
+    // On the Zen 3 (AVX2, NR 16) in place was slower where X's rows map onto few L1 sets
+    // (row strides of 64-byte multiples with a large power of two in them: 32 -> 16 at
+    // 112x112 595 vs 491 us, 144 -> 24 at 56x56 1.3-1.45x the time): there it copies
+    // (rows_spread). Elsewhere, with the next strip's rows prefetched on the first row
+    // panel's pass (one layer, input just written, 21 alternating runs): 192 -> 32 at
+    // 28x28 0.80-0.87x, 128 -> 16 at 55x55 0.71-0.81x, 256 -> 32 at 27x27 0.84-0.91x,
+    // 384 -> 64 at 14x14 0.85-0.92x, 1024 -> 64 at 4x4 0.77x; with 96+ rows of W
+    // (576 -> 96 at 14x14, 960 -> 160 at 7x7) the copy is amortised and in place lost.
+    const bool b_in_place = direct && Mg <= 64 && (nr >= 32 || (nr == 16 && rows_spread(P, kc)));
     const int64_t whole_cols = cols / nr * nr;  // in place: the panels of NR whole columns
     if (direct) {
       for (int64_t kk = 0; kk < kc; ++kk) {
@@ -265,6 +282,8 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
         if (b_in_place && jq < whole_cols) {
           tile.b = xg + k0 * P + j0 + jq;
           tile.ldb = P;
+          if (pb == pi0 && jq + nr < whole_cols)  // the next strip, on the first pass
+            for (int64_t kk = 0; kk < kc; ++kk) __builtin_prefetch(tile.b + kk * P + nr, 0, 3);
         }
         tile.nr = static_cast<int>(std::min(nr, cols - jq));
         for (int64_t pi = pb; pi < std::min(pi1, pb + mcp); ++pi) {
