@@ -301,6 +301,21 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
           e.bias = (k0 == 0 && w.bias) ? w.bias.get() + g * Mg + i0 : nullptr;
           tile.c = yg + i0 * P + j0 + jq;
           e.addend = last && rg ? rg + i0 * P + j0 + jq : nullptr;
+          // The tile's rows of C (first written here, k0 == 0) and of a fused addend (read
+          // in the epilogue) are usually not in cache (a model's tensors outgrow L2): their
+          // lines are fetched while the tile's K loop runs, instead of each store or load
+          // of the epilogue waiting for one. Zen 3, one layer, 21 alternating runs: 1x1
+          // 256 -> 1024 at 14x14 with an addend 0.76-0.79x, without 0.85-0.88x, 128 -> 512
+          // at 28x28 0.90-0.94x, 64 -> 256 at 56x56 with an addend 0.88-0.91x, 3x3 layers
+          // 0.91-1.0x.
+          for (int r = 0; r < (k0 == 0 ? tile.mr : 0); ++r) {
+            __builtin_prefetch(tile.c + r * P, 1, 3);
+            __builtin_prefetch(tile.c + r * P + tile.nr - 1, 1, 3);
+          }
+          for (int r = 0; r < (e.addend ? tile.mr : 0); ++r) {
+            __builtin_prefetch(e.addend + r * P, 0, 3);
+            __builtin_prefetch(e.addend + r * P + tile.nr - 1, 0, 3);
+          }
           gemm_tile(tile, e);
         }
       }
