@@ -193,6 +193,9 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
   const float* rg = addend ? addend + (n * s.M + g * Mg) * P : nullptr;
   const bool direct = s.pointwise();
   const bool windowed = window_applies(s);
+  const bool subsampled = subsample_applies(s);
+  int32_t* sub_tab = reinterpret_cast<int32_t*>(slot + p.kc * p.nc);
+  if (subsampled) subsample_offsets(s, j0, cols, sub_tab);
   const WindowGeom wg = windowed ? window_geom(s, j0, j1) : WindowGeom{};
   const WindowRuns runs = windowed ? window_runs(s, wg, j0, cols, nr,
                                                  reinterpret_cast<int32_t*>(slot + p.kc * p.nc))
@@ -229,6 +232,8 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
           for (int64_t q = 0; q < n; ++q) o[q] = src[jq + q];
         }
       }
+    } else if (subsampled) {
+      subsample_block(s, xg, sub_tab, k0, kc, cols, nr, slot);
     } else if (windowed) {
       const int64_t taps = s.taps(), c0 = k0 / taps, c1 = (k0 + kc - 1) / taps + 1;
       int32_t* boff = reinterpret_cast<int32_t*>(slot + p.kc * p.nc + 4 * p.nc);

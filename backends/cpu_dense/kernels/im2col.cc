@@ -96,9 +96,38 @@ void im2col_block(const ConvShape& s, const float* xg, int64_t k0, int64_t kc, i
 // every panel row is one to three plain copies from the window. resnet18's 3x3 layers
 // spent a third of their time in the general im2col (0.3 ns a float, a branchy segment
 // loop per 16 floats); this is 2-3x less. (The general im2col stays for 3-D.)
+bool subsample_applies(const ConvShape& s) {
+  if (s.pointwise()) return false;
+  for (int i = 0; i < 3; ++i)
+    if (s.k[i] != 1 || s.pb[i] != 0 || (s.out[i] - 1) * s.s[i] >= s.in[i]) return false;
+  return true;
+}
+
+void subsample_offsets(const ConvShape& s, int64_t j0, int64_t cols, int32_t* tab) {
+  const int64_t plane = s.out[1] * s.out[2];
+  for (int64_t j = 0; j < cols; ++j) {
+    const int64_t p = j0 + j, od = p / plane, oh = p / s.out[2] % s.out[1], ow = p % s.out[2];
+    tab[j] = static_cast<int32_t>((od * s.s[0] * s.in[1] + oh * s.s[1]) * s.in[2] + ow * s.s[2]);
+  }
+}
+
+void subsample_block(const ConvShape& s, const float* xg, const int32_t* tab, int64_t k0,
+                     int64_t kc, int64_t cols, int64_t nr, float* dst) {
+  const int64_t pin = s.Pin();
+  for (int64_t kk = 0; kk < kc; ++kk) {
+    const float* xc = xg + (k0 + kk) * pin;
+    for (int64_t jq = 0; jq < cols; jq += nr) {
+      float* o = dst + jq * kc + kk * nr;
+      const int32_t* t = tab + jq;
+      const int64_t n = std::min(nr, cols - jq);
+      for (int64_t q = 0; q < n; ++q) o[q] = xc[t[q]];
+    }
+  }
+}
+
 bool window_applies(const ConvShape& s) {
   // 2-D: a trivial D axis (a padded one makes out[0] > 1 from in[0] == 1).
-  return s.k[0] == 1 && s.in[0] == 1 && s.out[0] == 1 && !s.pointwise();
+  return s.k[0] == 1 && s.in[0] == 1 && s.out[0] == 1 && !s.pointwise() && !subsample_applies(s);
 }
 static int64_t window_pwid(const ConvShape& s) { return s.out[2] + ((s.k[2] - 1) * s.d[2]) / s.s[2]; }
 // Window rows for pixels [j0, j1): the padded input rows from the first output row's

@@ -17,6 +17,14 @@ namespace kernels {
 void im2col_block(const ConvShape& s, const float* xg, int64_t k0, int64_t kc, int64_t j0,
                   int64_t cols, int64_t nr, float* dst, int32_t* tab);
 
+// 1x1 convolutions with strides (resnet's downsample convs) whose pixels all read inside
+// X (no padding reached): B[c, p] = X[c, od * sd, oh * sh, ow * sw], a gather of each
+// channel through one table of pixel offsets per block (`tab`: cols ints).
+bool subsample_applies(const ConvShape& s);
+void subsample_offsets(const ConvShape& s, int64_t j0, int64_t cols, int32_t* tab);
+void subsample_block(const ConvShape& s, const float* xg, const int32_t* tab, int64_t k0,
+                     int64_t kc, int64_t cols, int64_t nr, float* dst);
+
 // 2-D convolutions that are not pointwise: the input rows a block's pixels read, copied
 // once per k-block into a zero-padded window whose rows are split by column phase, then
 // every panel row is one to three plain copies from it.
@@ -24,7 +32,7 @@ struct WindowGeom {
   int64_t oh0 = 0, rows = 0;  // first output row, window rows per channel
   int64_t pwid = 0, rs = 0;   // floats per phase of a window row, per window row
 };
-bool window_applies(const ConvShape& s);
+bool window_applies(const ConvShape& s);  // and not subsample_applies
 // Window rows for pixels [j0, j1).
 WindowGeom window_geom(const ConvShape& s, int64_t j0, int64_t j1);
 // Most window floats one k-block of kc rows needs for a block of nc pixels.
