@@ -242,7 +242,7 @@ TEST_SUITE("executor") {
       b.add_constant("w4", test::random_tensor({16, 16, 1, 1}, 6));
       b.add_constant("w5", test::random_tensor({16, 1, 3, 3}, 7));
       b.add_constant("w6", test::random_tensor({16, 16, 1, 1}, 8));
-      b.add_constant("w7", test::random_tensor({16, 16, 5, 5}, 9));
+      b.add_constant("w7", test::random_tensor({16, 16, 9, 9}, 9));
       b.add_constant("bc", test::random_tensor({1, 16, 1, 1}, 10));
       b.add_constant("lo", Tensor::from_vector<float>({}, {-0.5f}));
       b.add_constant("hi", Tensor::from_vector<float>({}, {0.5f}));
@@ -260,8 +260,9 @@ TEST_SUITE("executor") {
       b.add_node("Add", {"c5", "a4"}, {"a5"}, {}, "add5");                      // fused: depthwise
       b.add_node("Clip", {"a5", "lo", "hi"}, {"k5"}, {}, "clip5");
       b.add_node("Conv", {"k5", "w6"}, {"c6"}, {}, "conv6");
-      // 5x5: K = 400, two k-blocks, so partial sums would overwrite an addend sharing memory
-      b.add_node("Conv", {"k5", "w7"}, {"c7"}, {Attr::Ints("pads", {2, 2, 2, 2})}, "conv7");  // after conv6
+      // 9x9: K = 1296, two k-blocks or more on every target (AVX2 takes up to 1024), so
+      // partial sums would overwrite an addend sharing memory
+      b.add_node("Conv", {"k5", "w7"}, {"c7"}, {Attr::Ints("pads", {4, 4, 4, 4})}, "conv7");  // after conv6
       b.add_node("Add", {"c6", "c7"}, {"a6"}, {}, "add6");                      // fused into conv7 only
       b.add_node("Add", {"a6", "bc"}, {"a7"}, {}, "add7");                      // broadcast: not fused
       b.add_node("Add", {"a7", "a7"}, {"y"}, {}, "add8");                       // Add(y, y): not fused

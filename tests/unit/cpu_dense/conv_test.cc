@@ -288,10 +288,11 @@ TEST_SUITE("conv") {
       specs.push_back(c);
     }
     // Stride 1, 2-D: B blocks copied from a zero-padded window of X (kernels/conv_gemm.cc,
-    // s1_block). K = 29 * 9 = 261 is two k-blocks of 131 rows, split inside a channel.
-    {  // 3x3 pad 1, 29 -> 13 channels, rows of 20 pixels (panels straddle rows)
+    // s1_block). K = 117 * 9 = 1053 is two k-blocks of 527 rows with AVX2 (five of 211
+    // elsewhere), split inside a channel.
+    {  // 3x3 pad 1, 117 -> 13 channels, rows of 20 pixels (panels straddle rows)
       ConvSpec c;
-      c.x = {1, 29, 17, 20};
+      c.x = {1, 117, 17, 20};
       c.M = 13;
       c.k = {3, 3};
       c.s = {1, 1};

@@ -221,8 +221,11 @@ TEST_CASE("GEMM convolution matches the reference") {
       // whole run of a window row, and panels across two rows
       {1, 3, 8, 1, {1, 5, 70}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
       {1, 3, 10, 1, {1, 7, 161}, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 0}, {0, 0, 0}},
-      // K > KC (several K chunks with beta accumulation), wide M (several row chunks)
+      // K > KC (several K chunks with beta accumulation), wide M (several row chunks); with
+      // AVX2's deeper K blocks (up to 1024) only K > 1024 is split: a dot tail and a 3x3
       {1, 64, 70, 1, {1, 7, 7}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+      {1, 1100, 9, 1, {1, 3, 11}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      {1, 130, 10, 1, {1, 5, 5}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
       // a tail of P % NR <= NR / 4 pixels (dot tiles; 33, 34, 66 leave 1-2 past every
       // NR = 8, 16, 32; 3 is all tail for NR >= 16): odd rows, K % lanes, K > KC
       {1, 40, 29, 1, {1, 3, 11}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
