@@ -24,8 +24,12 @@ namespace {
 // 27 0.129 -> 0.122 (Xeon, minimum of 200 runs in the model, three alternating
 // processes). With a padded border its per-element edge columns made resnet's 112 -> 56
 // pool slower (0.30 -> 0.33 ms): blocks there.
+// With AVX2's 8-lane transposes the blocks win again on narrower outputs (Zen 3, one pool,
+// input just written, 41 alternating runs, block / plane: 128 x 55 -> 27 180 / 227 us,
+// 256 x 27 -> 13 80 / 119 us; 64 x 111 -> 55 387 / 337 us): planes from 4 vectors wide.
 bool use_block(const kernels::ConvShape& s) {
-  if (kernels::maxpool_plane_reads_rows(s)) return false;
+  const int64_t L = kernels::dwconv_block_lanes();
+  if (kernels::maxpool_plane_reads_rows(s) && (L != 8 || s.out[2] >= 4 * L)) return false;
   return kernels::maxpool_block_applies(s);
 }
 }  // namespace
