@@ -197,10 +197,12 @@ TEST_CASE("GEMM convolution matches the reference") {
       // k-blocks and a partial last panel (81 = 2 * 32 + 17), and groups of 16 channels
       {1, 300, 64, 1, {1, 9, 9}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       {2, 64, 32, 2, {1, 8, 9}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
-      // rows a multiple of 64 bytes apart (8 x 16 = 128 pixels): 24 rows spread over the
-      // L1 sets enough to be read in place with 16-wide panels, 40 rows not
+      // rows a multiple of 64 bytes apart (8 x 16 = 128 pixels: 8 L1 sets): with 16-wide
+      // panels 24 rows are read in place; 40 rows in place too for 10 output channels (K
+      // split in two blocks of 20), copied for 40
       {1, 24, 10, 1, {1, 8, 16}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       {1, 40, 10, 1, {1, 8, 16}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      {1, 40, 40, 1, {1, 8, 16}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       // 1x1 with stride or padding (im2col path)
       {1, 5, 7, 1, {1, 9, 10}, {1, 1, 1}, {1, 2, 2}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       {1, 4, 3, 1, {1, 5, 5}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 1, 0}, {0, 0, 2}},
