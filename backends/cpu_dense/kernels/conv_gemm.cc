@@ -239,9 +239,11 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
     // (rows_spread). Elsewhere, with the next strip's rows prefetched on the first row
     // panel's pass (one layer, input just written, 21 alternating runs): 192 -> 32 at
     // 28x28 0.80-0.87x, 128 -> 16 at 55x55 0.71-0.81x, 256 -> 32 at 27x27 0.84-0.91x,
-    // 384 -> 64 at 14x14 0.85-0.92x, 1024 -> 64 at 4x4 0.77x; with 96+ rows of W
-    // (576 -> 96 at 14x14, 960 -> 160 at 7x7) the copy is amortised and in place lost.
-    const bool b_in_place = direct && Mg <= 64 && (nr >= 32 || (nr == 16 && rows_spread(P, kc)));
+    // 384 -> 64 at 14x14 0.85-0.92x, 1024 -> 64 at 4x4 0.77x, and with 96 rows of W
+    // 576 -> 96 and 384 -> 96 at 14x14 0.91-0.93x (2 threads: unchanged); with 160
+    // (960 -> 160 at 7x7) the copy is amortised and in place lost (1.2x).
+    const bool b_in_place =
+        direct && ((nr >= 32 && Mg <= 64) || (nr == 16 && Mg <= 96 && rows_spread(P, kc)));
     const int64_t whole_cols = cols / nr * nr;  // in place: the panels of NR whole columns
     if (direct) {
       for (int64_t kk = 0; kk < kc; ++kk) {
