@@ -133,8 +133,9 @@ void TileImpl(const Tile& t, const Epilogue& e) {
   const int64_t ldb = t.ldb, acs = t.a_cs;
   // Unrolled by 4: on Zen 3 (AVX2) the tile ran at ~0.83x of the same loop written with
   // intrinsics and unrolled (L1-resident A and B, K = 192: 70-77 against 90-95 GFLOP/s);
-  // unrolled, 0.97-1.0x, and whole layers bound by the FMAs 4-6 % faster (576 -> 96 at
-  // 14x14, 3x3 256 at 14x14, 3x3 512 at 7x7; 31 alternating runs).
+  // unrolled, 0.97-1.0x. Whole layers bound by the FMAs (576 -> 96 at 14x14, 3x3 256 at
+  // 14x14, 3x3 512 at 7x7; 31 alternating runs) came out 4-6 % faster, about the noise
+  // two identical builds showed on that host.
 #pragma GCC unroll 4
   for (int64_t k = 0; k < t.K; ++k) {
     const V b0 = hn::LoadU(d, b);
