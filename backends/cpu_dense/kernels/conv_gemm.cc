@@ -33,6 +33,20 @@ inline void prefetch_rows(const float* a, int64_t ld, int64_t rows, int64_t kc) 
   }
 }
 
+// Prefetches the lines of a tile's `rows` rows of `cols` floats, `ld` apart, into L1 (for
+// writing when `write`).
+inline void prefetch_tile_rows(const float* a, int64_t ld, int rows, int cols, bool write) {
+  for (int r = 0; r < rows; ++r) {
+    if (write) {
+      __builtin_prefetch(a + r * ld, 1, 3);
+      __builtin_prefetch(a + r * ld + cols - 1, 1, 3);
+    } else {
+      __builtin_prefetch(a + r * ld, 0, 3);
+      __builtin_prefetch(a + r * ld + cols - 1, 0, 3);
+    }
+  }
+}
+
 // Whether kc rows of X, P floats apart, spread over enough sets of a 32 KB 8-way L1 (64
 // sets) that a 16-float strip of them stays there: at most 4 of its lines a set. Rows
 // that start mid-line spread over all sets; rows 64 * 2^j bytes apart share 64 / 2^j.
@@ -40,9 +54,10 @@ int64_t l1_sets_of_rows(int64_t P) {
   const int64_t bytes = P * int64_t(sizeof(float));
   return bytes % 64 != 0 ? 64 : 64 / std::gcd<int64_t>(bytes / 64, 64);
 }
+constexpr int64_t kSpreadRowsPerSet = 4;
 bool rows_spread(int64_t P, int64_t kc) {
   const int64_t sets = l1_sets_of_rows(P);
-  return (kc + sets - 1) / sets <= 4;
+  return (kc + sets - 1) / sets <= kSpreadRowsPerSet;
 }
 
 }  // namespace
@@ -128,8 +143,10 @@ ConvPlan plan_conv(const ConvShape& s, int threads) {
   // layer, 15 alternating runs: KC 512, 1x1 512 -> 1024 at 14x14 0.84x the time,
   // 512 -> 2048 at 7x7 0.83x, 320 -> 1280 at 7x7 0.91x, 960 -> 320 at 7x7 0.92-0.95x,
   // 3x3 128 at 28x28 0.95x, others unchanged; KC 1024, 1x1 1024 -> 256 at 14x14 0.91x.
-  const int64_t max_kc = nr != 16 ? kMaxKC
-                                  : std::max(kMaxKC, std::min<int64_t>(kDeepMaxKC, kDeepKcBBytes / (std::min(P, kPanelsPerBlock * nr) * int64_t(sizeof(float)))));
+  const int64_t block_cols = std::min(P, kPanelsPerBlock * nr);
+  const int64_t max_kc =
+      nr != 16 ? kMaxKC
+               : std::max(kMaxKC, std::min(kDeepMaxKC, kDeepKcBBytes / (block_cols * int64_t(sizeof(float)))));
   int64_t kchunks = (K + max_kc - 1) / max_kc;
   // Pointwise convs with at most 32 output channels on AVX2 whose rows do not spread over
   // L1 (112x112 and 56x56 maps): K blocks small enough that they do (4 rows a set), so B
@@ -138,8 +155,10 @@ ConvPlan plan_conv(const ConvShape& s, int threads) {
   // alternating runs (1 / 2 threads): 32 -> 16 at 112x112 0.80-0.84x / 0.75-0.77x the
   // time, 96 -> 24 at 56x56 0.82x / 0.83-0.88x, 144 -> 24 0.82-0.96x / 0.86-0.87x,
   // 64 -> 32 at 56x56 0.90x (2 threads); with 64 rows (256 -> 64 at 56x56) 1.11x.
-  if (nr == 16 && s.pointwise() && s.Mg() <= 32 && !rows_spread(P, (K + kchunks - 1) / kchunks))
-    kchunks = std::max(kchunks, (K + 4 * l1_sets_of_rows(P) - 1) / (4 * l1_sets_of_rows(P)));
+  if (nr == 16 && s.pointwise() && s.Mg() <= 32) {
+    const int64_t spread_kc = kSpreadRowsPerSet * l1_sets_of_rows(P);  // rows_spread's limit
+    kchunks = std::max(kchunks, (K + spread_kc - 1) / spread_kc);
+  }
   p.kc = (K + kchunks - 1) / kchunks;
   const int64_t panels = (s.Mg() + kGemmMR - 1) / kGemmMR;
   const int64_t col_panels = (P + nr - 1) / nr;
@@ -335,14 +354,8 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
           // 256 -> 1024 at 14x14 with an addend 0.76-0.79x, without 0.85-0.88x, 128 -> 512
           // at 28x28 0.90-0.94x, 64 -> 256 at 56x56 with an addend 0.88-0.91x, 3x3 layers
           // 0.91-1.0x.
-          for (int r = 0; r < (k0 == 0 ? tile.mr : 0); ++r) {
-            __builtin_prefetch(tile.c + r * P, 1, 3);
-            __builtin_prefetch(tile.c + r * P + tile.nr - 1, 1, 3);
-          }
-          for (int r = 0; r < (e.addend ? tile.mr : 0); ++r) {
-            __builtin_prefetch(e.addend + r * P, 0, 3);
-            __builtin_prefetch(e.addend + r * P + tile.nr - 1, 0, 3);
-          }
+          if (k0 == 0) prefetch_tile_rows(tile.c, P, tile.mr, tile.nr, true);
+          if (e.addend) prefetch_tile_rows(e.addend, P, tile.mr, tile.nr, false);
           gemm_tile(tile, e);
         }
       }

@@ -85,17 +85,8 @@ void im2col_block(const ConvShape& s, const float* xg, int64_t k0, int64_t kc, i
   }
 }
 
-// 2-D convolutions (3x3, 5x5, 7x7, strided, dilated ...), the im2col that most of their
-// B blocks took: a B row (channel c, tap kh, kw) is X's plane shifted by the tap and
-// sampled at the stride, so a panel row of NR pixels is one run per output row it spans,
-// at the same offsets for every k. Per k-block the input rows the block's pixels read are
-// first copied once into a zero-padded window (the only bounds checks) whose rows are
-// split by column phase, as the depthwise kernel's plane: padded column q = sw * i + f goes
-// to phase f, index i, so output column ow of tap kw reads phase (kw * dw) % sw at index
-// ow + (kw * dw) / sw and a run of outputs reads consecutive floats at every stride. Then
-// every panel row is one to three plain copies from the window. resnet18's 3x3 layers
-// spent a third of their time in the general im2col (0.3 ns a float, a branchy segment
-// loop per 16 floats); this is 2-3x less. (The general im2col stays for 3-D.)
+// 1x1 with strides, no padding reached (im2col.h): a gather through the block's pixel
+// offsets; the window below would copy every input row and both column phases.
 bool subsample_applies(const ConvShape& s) {
   if (s.pointwise()) return false;
   for (int i = 0; i < 3; ++i)
@@ -125,6 +116,17 @@ void subsample_block(const ConvShape& s, const float* xg, const int32_t* tab, in
   }
 }
 
+// 2-D convolutions (3x3, 5x5, 7x7, strided, dilated ...), the im2col that most of their
+// B blocks took: a B row (channel c, tap kh, kw) is X's plane shifted by the tap and
+// sampled at the stride, so a panel row of NR pixels is one run per output row it spans,
+// at the same offsets for every k. Per k-block the input rows the block's pixels read are
+// first copied once into a zero-padded window (the only bounds checks) whose rows are
+// split by column phase, as the depthwise kernel's plane: padded column q = sw * i + f goes
+// to phase f, index i, so output column ow of tap kw reads phase (kw * dw) % sw at index
+// ow + (kw * dw) / sw and a run of outputs reads consecutive floats at every stride. Then
+// every panel row is one to three plain copies from the window. resnet18's 3x3 layers
+// spent a third of their time in the general im2col (0.3 ns a float, a branchy segment
+// loop per 16 floats); this is 2-3x less. (The general im2col stays for 3-D.)
 bool window_applies(const ConvShape& s) {
   // 2-D: a trivial D axis (a padded one makes out[0] > 1 from in[0] == 1).
   return s.k[0] == 1 && s.in[0] == 1 && s.out[0] == 1 && !s.pointwise() && !subsample_applies(s);
