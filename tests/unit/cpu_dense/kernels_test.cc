@@ -66,7 +66,8 @@ TEST_CASE("packed-B GEMM matches the reference (odd M/N/K, transposes, epilogue)
   const int64_t sizes[] = {1, 3, 5, 17, 65};
   int cases = 0;
   for (int64_t M : sizes)
-    for (int64_t N : {int64_t(1), int64_t(7), int64_t(16), int64_t(33), int64_t(65)})
+    for (int64_t N : {int64_t(1), int64_t(7), int64_t(8), int64_t(16), int64_t(24), int64_t(33),
+                      int64_t(65)})  // tails of at most one vector (8, 16) and of two
       for (int64_t K : sizes)
         for (int variant = 0; variant < 4; ++variant) {
           const bool ta = variant & 1, tb = variant & 2;
@@ -102,7 +103,7 @@ TEST_CASE("packed-B GEMM matches the reference (odd M/N/K, transposes, epilogue)
                            std::to_string(K) + " variant " + std::to_string(variant));
           ++cases;
         }
-  CHECK(cases == 500);
+  CHECK(cases == 700);
 }
 
 namespace {
@@ -236,6 +237,14 @@ TEST_CASE("GEMM convolution matches the reference") {
       {1, 300, 13, 1, {1, 2, 17}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       {1, 30, 11, 1, {1, 11, 6}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
       {1, 7, 5, 1, {1, 1, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      // a tail a little over half a panel: a one-vector tile of NR / 2 columns, then dot
+      // columns from the middle of the last panel (7x7: 49 = 32 + 16 + 1; 5x5: 25 = 16 +
+      // 8 + 1; 1x13: 13 = 8 + 4 + 1), with several k-blocks (1100 > AVX2's deepest KC),
+      // B read in place (20 output channels) and copied (70)
+      {1, 300, 20, 1, {1, 7, 7}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      {1, 300, 70, 1, {1, 7, 7}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      {1, 1100, 9, 1, {1, 5, 5}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      {1, 40, 13, 1, {1, 1, 13}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       // a B block over 64 KB (W blocks of 16 row panels, not one panel at a time), M over
       // one such block, two k-blocks, a dot tail at NR = 16 and 32
       {1, 260, 100, 1, {1, 12, 11}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
@@ -278,6 +287,20 @@ TEST_CASE("plan_conv widens column blocks for small K only, keeping 8 per thread
   CHECK(two.nc <= one.nc);
   s.C = 256;  // K = 256: a block of 8 panels is already over 64 KB
   CHECK(plan_conv(s, 1).nc == 8 * nr);
+}
+
+TEST_CASE("plan_conv gives tails a little over half a panel to a half tile and dots") {
+  const int64_t nr = gemm_nr();
+  ConvShape s;  // 1x1, 64 -> 64 channels over a P-pixel row
+  s.C = s.M = 64;
+  for (int64_t P : {nr + nr / 2 + 1, 2 * nr + nr / 2 + nr / 4, nr + nr / 2 + nr / 4 + 1, 16 * nr + nr / 2 + 1,
+                    17 * nr + nr / 2 + 1, nr + nr / 4, nr + nr / 2}) {
+    s.in[2] = s.out[2] = P;
+    const int64_t tail = P % nr;
+    const bool half = tail > nr / 2 && tail - nr / 2 <= nr / 4 && P <= 16 * nr;
+    const int64_t want = tail <= nr / 4 ? tail : half ? tail - nr / 2 : 0;
+    CHECK_MESSAGE(plan_conv(s, 1).dot_cols == want, "P " << P << ", NR " << nr);
+  }
 }
 
 TEST_CASE("Winograd F(2x2, 3x3) convolution matches the reference") {
