@@ -12,25 +12,22 @@ bool maxpool_simd_shape(const Axis ax[kMaxSpatial], int64_t N, int64_t C, kernel
 }
 
 namespace {
-// Channel-blocked wherever it applies. On the Xeon (AVX-512, 1 thread, `minnow bench
+// Channel-blocked wherever it applies but for the stride-2 rows below. On the Xeon (AVX-512, 1 thread, `minnow bench
 // --profile`) squeezenet1_1's 64 x 55x55, 128 x 27x27 and 256 x 13x13 pools 0.47 / 0.29 /
 // 0.20 -> 0.32 / 0.13 / 0.06 ms, resnet18's 64 x 112 -> 56 0.60-0.66 -> 0.41-0.42 ms. On
 // the Zen 3 (AVX2) the blocks' gathers were slower than planes at 55x55 and 112x112 until
 // they became register transposes (41 alternating runs, plane / block: 467 / 304,
 // 361 / 126, 253 / 63 us for squeezenet's three pools, 487 / 303 us for resnet's).
-// Stride-2 pools without left padding whose output rows hold a vector take planes
-// (maxpool_plane reads the input rows directly, de-interleaving pairs of vectors; no
-// transposes): squeezenet1_1's 64 x 111 -> 55 pool 0.276 -> 0.231-0.246 ms, 128 x 55 ->
-// 27 0.129 -> 0.122 (Xeon, minimum of 200 runs in the model, three alternating
-// processes). With a padded border its per-element edge columns made resnet's 112 -> 56
-// pool slower (0.30 -> 0.33 ms): blocks there.
-// With AVX2's 8-lane transposes the blocks win again on narrower outputs (Zen 3, one pool,
-// input just written, 41 alternating runs, block / plane: 128 x 55 -> 27 180 / 227 us,
-// 256 x 27 -> 13 80 / 119 us; 64 x 111 -> 55 387 / 337 us): planes from 4 vectors wide.
+// Stride-2 pools with up to 3 taps a row whose output rows hold a vector of at most 8
+// floats take planes (maxpool_plane reads the input rows directly: a column pass into a
+// row buffer, then each window's columns, no transposes): Zen 4, one pool, input just
+// written, 61 alternating runs, plane / block: squeezenet1_1's 64 x 111 -> 55 200 / 365 us,
+// 128 x 55 -> 27 67 / 134, 256 x 27 -> 13 52 / 83, resnet's 64 x 112 -> 56 (a padded
+// border) 243 / 377 us; with AVX2 forced on the same machine 0.55-0.7x too. (Before the
+// row buffer the plane kernel loaded each row's floats twice per output row, with 16-lane
+// vectors each straddling two cache lines, and per-element edges: 1.3-1.37x the time.)
 bool use_block(const kernels::ConvShape& s) {
-  const int64_t L = kernels::dwconv_block_lanes();
-  if (kernels::maxpool_plane_reads_rows(s) && (L != 8 || s.out[2] >= 4 * L)) return false;
-  return kernels::maxpool_block_applies(s);
+  return !kernels::maxpool_plane_reads_rows(s) && kernels::maxpool_block_applies(s);
 }
 }  // namespace
 

@@ -114,12 +114,13 @@ void dwconv_block(const ConvShape& s, int64_t block, const float* x, const float
 // Output plane `plane` = n * C + c of y (M == C, group unused); scratch: dwconv_slot_floats.
 void maxpool_plane(const ConvShape& s, int64_t plane, const float* x, float* y, float* slot);
 // Whether maxpool_plane reads the input rows in place (stride 2 along rows, dilation 1, at
-// most 3 taps a row, no left padding, output rows of at least one vector; planes without
-// NaN): no padded copy of the plane. maxpool_rows_shape: the same for vectors of L floats
-// (the kernel's own test).
+// most 3 taps a row, output rows of at least one vector of at most kMaxRowLanes floats;
+// planes without NaN): no padded copy of the plane. maxpool_rows_shape: the same for
+// vectors of L floats (the kernel's own test).
+constexpr int64_t kMaxRowLanes = 8;
 inline bool maxpool_rows_shape(const ConvShape& s, int64_t L) {
   return L >= 2 && s.k[0] == 1 && s.in[0] == 1 && s.s[2] == 2 && s.d[2] == 1 && s.k[2] <= 3 &&
-         s.pb[2] == 0 && s.out[2] >= L;
+         s.out[2] >= L;
 }
 bool maxpool_plane_reads_rows(const ConvShape& s);
 void maxpool_ref(const ConvShape& s, const float* x, float* y);

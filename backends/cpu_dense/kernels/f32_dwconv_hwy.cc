@@ -618,83 +618,111 @@ bool AnyNaN(const float* p, int64_t n) {
 // at a time so the chains overlap; the compare-and-select that keeps NaN is four a tap
 // and runs only for planes that hold one. Tap offsets come from a table built once per
 // plane (no divisions in the loops).
-// Stride 2 along rows (dilation 1, up to 3 taps a row): no padded plane. L outputs of a
-// row read 2L (+2) consecutive input floats, whose even and odd lanes (two-vector
-// concatenations) are the taps kw = 0, 1 and, one float further, 2: each tap a Max on
-// whole vectors, no transposes or copies. The output columns whose taps all lie inside
-// the input row go by vectors (the last vector overlapping the one before), the rest and
-// rows of windows that reach into the padding by the same rule per element. Plain Max,
-// with every loaded vector checked for NaN on the way (one pass over the input, which
-// comes from L3 for large planes: a NaN check first was 40 % of the time): returns false
-// when the plane holds a NaN a window reads, or the shape is not one it takes, and the
-// caller then runs the general plane kernel.
-bool MaxPlaneStride2(const ConvShape& s, const float* xp, float* yp) {
+// Stride 2 along rows (dilation 1, up to 3 taps a row): no padded plane. Per output row,
+// two passes: the max over the window's input rows, column by column, into a row buffer
+// (contiguous loads, one Max a row), then the max over each window's 1-3 columns from the
+// buffer: L outputs read 2L (+2) consecutive floats (+0, +1, +2), whose even lanes (a
+// two-vector concatenation) are the outputs. The buffer holds 2 OW + 2 floats, -inf in
+// the left padding and past the input row, so every output goes by vectors (the last
+// overlapping the one before) and no window needs care at the edges. Two buffers: output
+// row oh's windows are taken after row oh + 1's column pass, when its buffer's stores have
+// long reached L1. Vectors of at most 8 lanes: with AVX-512's 16 every load of a row
+// (odd widths, rows start anywhere) straddles two cache lines, and 13-wide outputs fit.
+// NaN: each column's row values are also summed, over the plane, and the sum checked (NaN
+// when any value read is; a false alarm only from infinities, which merely sends the plane
+// to the general kernel): returns false when the plane holds a NaN a window reads, or the
+// shape is not one it takes, and the caller then runs the general plane kernel.
+bool MaxPlaneStride2(const ConvShape& s, const float* xp, float* yp, float* buf) {
 #if HWY_TARGET == HWY_SCALAR
-  (void)s, (void)xp, (void)yp;
+  (void)s, (void)xp, (void)yp, (void)buf;
   return false;
 #else
-  const hn::ScalableTag<float> d;
+  const hn::CappedTag<float, kMaxRowLanes> d;
   using V = hn::Vec<decltype(d)>;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   const int64_t IH = s.in[1], IW = s.in[2], OH = s.out[1], OW = s.out[2];
-  const int64_t KH = s.k[1], KW = s.k[2], sh = s.s[1], dh = s.d[1], ph = s.pb[1];
-  if (!maxpool_rows_shape(s, L)) return false;
-  // No left padding: output column ow reads input columns 2 * ow + kw. Vector outputs:
-  // ow < v1, the last vector's loads (2L + 2 floats from 2 * (v1 - L)) inside the row.
-  const int64_t v1 = IW < 2 ? 0 : std::min(OW, (IW - 2) / 2);
-  const bool vec = v1 >= L;
+  const int64_t KH = s.k[1], KW = s.k[2], sh = s.s[1], dh = s.d[1], ph = s.pb[1], pl = s.pb[2];
+  constexpr int64_t kMaxRows = 16;
+  if (!maxpool_rows_shape(s, L) || KH > kMaxRows) return false;
+  const int64_t bw = 2 * OW + 2;  // buffer floats; input column c at buffer column c + pl
+  const DwGeom g = dw_geom(s, DwLanesImpl());
+  if (pl >= bw || 2 * bw > g.rows * s.s[2] * g.width) return false;  // dwconv_slot_floats
+  const int64_t cw = std::min(IW, bw - pl);  // input columns a window reads
   const float ninf = -std::numeric_limits<float>::infinity();
-  for (int64_t oh = 0; oh < OH; ++oh) {
-    float* yr = yp + oh * OW;
-    const int64_t ih0 = oh * sh - ph;
-    bool nan = false;
-    auto scalar = [&](int64_t ow) {
-      float m = ninf;
-      for (int64_t kh = 0; kh < KH; ++kh) {
-        const int64_t ih = ih0 + kh * dh;
-        if (ih < 0 || ih >= IH) continue;
-        for (int64_t kw = 0; kw < KW; ++kw) {
-          const int64_t iw = 2 * ow + kw;
-          if (iw >= IW) continue;
-          const float v = xp[ih * IW + iw];
-          nan |= std::isnan(v);
-          m = std::max(m, v);
-        }
-      }
-      yr[ow] = m;
-    };
-    if (!vec) {
-      for (int64_t ow = 0; ow < OW; ++ow) scalar(ow);
-      if (nan) return false;
-      continue;
-    }
-    auto any_nan = hn::Ne(hn::Zero(d), hn::Zero(d));  // all false
-    for (int64_t ow = 0;; ow += L) {
-      if (ow + L > v1) ow = v1 - L;  // the last vector overlaps the one before
-      V m = hn::Set(d, ninf);
-      for (int64_t kh = 0; kh < KH; ++kh) {
-        const int64_t ih = ih0 + kh * dh;
-        if (ih < 0 || ih >= IH) continue;
-        const float* b = xp + ih * IW + 2 * ow;
-        const V lo = hn::LoadU(d, b), hi = hn::LoadU(d, b + L);
-        // (The +2 loads add no float the window reads that these two do not hold, except
-        // the last, b[2L + 1]: that one is checked with them.)
-        any_nan = hn::Or(any_nan, hn::Or(hn::IsNaN(lo), hn::IsNaN(hi)));
-        m = hn::Max(m, hn::ConcatEven(d, hi, lo));
-        if (KW > 1) m = hn::Max(m, hn::ConcatOdd(d, hi, lo));
-        if (KW > 2) {
-          const V hi2 = hn::LoadU(d, b + L + 2);
-          any_nan = hn::Or(any_nan, hn::IsNaN(hi2));
-          m = hn::Max(m, hn::ConcatEven(d, hi2, hn::LoadU(d, b + 2)));
-        }
-      }
-      hn::StoreU(m, d, yr + ow);
-      if (ow + L >= v1) break;
-    }
-    for (int64_t ow = v1; ow < OW; ++ow) scalar(ow);
-    if (nan || !hn::AllFalse(d, any_nan)) return false;
+  for (float* bb : {buf, buf + bw}) {
+    for (int64_t q = 0; q < pl; ++q) bb[q] = ninf;
+    for (int64_t q = pl + cw; q < bw; ++q) bb[q] = ninf;
   }
-  return true;
+  V sum0 = hn::Zero(d), sum1 = hn::Zero(d);
+  bool nan_tail = false;
+  const float* rows[kMaxRows];
+  auto windows = [&](int64_t oh) {
+    const float* bb = buf + (oh & 1) * bw;
+    float* yr = yp + oh * OW;
+    for (int64_t ow = 0;; ow += L) {
+      if (ow + L > OW) ow = OW - L;  // the last vector overlaps the one before
+      const float* b = bb + 2 * ow;
+      V lo = hn::LoadU(d, b), hi = hn::LoadU(d, b + L);
+      if (KW > 1) {
+        lo = hn::Max(lo, hn::LoadU(d, b + 1));
+        hi = hn::Max(hi, hn::LoadU(d, b + L + 1));
+      }
+      if (KW > 2) {
+        lo = hn::Max(lo, hn::LoadU(d, b + 2));
+        hi = hn::Max(hi, hn::LoadU(d, b + L + 2));
+      }
+      hn::StoreU(hn::ConcatEven(d, hi, lo), d, yr + ow);
+      if (ow + L >= OW) break;
+    }
+  };
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    float* bb = buf + (oh & 1) * bw + pl;
+    int64_t n = 0;
+    for (int64_t kh = 0; kh < KH; ++kh) {
+      const int64_t ih = oh * sh - ph + kh * dh;
+      if (ih >= 0 && ih < IH) rows[n++] = xp + ih * IW;
+    }
+    int64_t c = 0;
+    if (n == 0) {
+      for (; c < cw; ++c) bb[c] = ninf;
+    } else if (n == 3 && cw >= 2 * L) {  // 3x3 windows: two vectors a step, unrolled
+      const float *r0 = rows[0], *r1 = rows[1], *r2 = rows[2];
+      for (;; c += 2 * L) {
+        if (c + 2 * L > cw) c = cw - 2 * L;  // the last step overlaps the one before
+        const V a0 = hn::LoadU(d, r0 + c), a1 = hn::LoadU(d, r1 + c), a2 = hn::LoadU(d, r2 + c);
+        const V b0 = hn::LoadU(d, r0 + c + L), b1 = hn::LoadU(d, r1 + c + L);
+        const V b2 = hn::LoadU(d, r2 + c + L);
+        hn::StoreU(hn::Max(hn::Max(a0, a1), a2), d, bb + c);
+        hn::StoreU(hn::Max(hn::Max(b0, b1), b2), d, bb + c + L);
+        sum0 = hn::Add(sum0, hn::Add(hn::Add(a0, a1), a2));
+        sum1 = hn::Add(sum1, hn::Add(hn::Add(b0, b1), b2));
+        if (c + 2 * L >= cw) break;
+      }
+    } else {
+      for (; c + L <= cw; c += L) {
+        V m = hn::LoadU(d, rows[0] + c), sum = m;
+        for (int64_t r = 1; r < n; ++r) {
+          const V v = hn::LoadU(d, rows[r] + c);
+          m = hn::Max(m, v);
+          sum = hn::Add(sum, v);
+        }
+        sum0 = hn::Add(sum0, sum);
+        hn::StoreU(m, d, bb + c);
+      }
+      for (; c < cw; ++c) {
+        float m = rows[0][c];
+        nan_tail |= std::isnan(m);
+        for (int64_t r = 1; r < n; ++r) {
+          nan_tail |= std::isnan(rows[r][c]);
+          m = std::max(m, rows[r][c]);
+        }
+        bb[c] = m;
+      }
+    }
+    if (oh > 0) windows(oh - 1);
+  }
+  windows(OH - 1);
+  return !nan_tail && hn::AllFalse(d, hn::IsNaN(hn::Add(sum0, sum1)));
 #endif
 }
 
@@ -702,7 +730,7 @@ void MaxPlaneImpl(const ConvShape& s, int64_t plane, const float* x, float* y, f
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
-  if (MaxPlaneStride2(s, x + plane * s.in[1] * s.in[2], y + plane * s.out[1] * s.out[2])) return;
+  if (MaxPlaneStride2(s, x + plane * s.in[1] * s.in[2], y + plane * s.out[1] * s.out[2], slot)) return;
   const DwGeom g = dw_geom(s, L);
   const int64_t sw = s.s[2], sh = s.s[1];
   const int64_t KH = s.k[1], KW = s.k[2], OH = s.out[1], OW = s.out[2];
@@ -779,7 +807,7 @@ void maxpool_plane(const ConvShape& s, int64_t plane, const float* x, float* y, 
 }
 
 bool maxpool_plane_reads_rows(const ConvShape& s) {
-  return maxpool_rows_shape(s, HWY_DYNAMIC_DISPATCH(DwLanesImpl)());
+  return maxpool_rows_shape(s, std::min(kMaxRowLanes, HWY_DYNAMIC_DISPATCH(DwLanesImpl)()));
 }
 
 bool dwconv_applies(const ConvShape& s) {

@@ -453,6 +453,40 @@ TEST_CASE("direct max pooling matches the reference (pads, strides, dilation, ce
       INFO("maxpool NaN positions " << describe(s));
       CHECK(same);
     }
+  // Stride-2 rows (maxpool_plane_reads_rows): 1-3 taps each way, top / left padding, a
+  // partial last window, outputs of 8 (one vector) to 56 wide (13, 27, 55: squeezenet1_1's
+  // pools; 56 with a padded left column: resnet's), a NaN or infinities (a false alarm:
+  // the general kernel) in some planes.
+  int rows_planes = 0;
+  for (int64_t kh : {1, 2, 3})
+    for (int64_t kw : {1, 2, 3})
+      for (int64_t pad : {0, 1})
+        for (int64_t w : {16, 17, 27, 28, 55, 111, 112})
+          for (int64_t extra : {0, 1}) {
+            if (pad >= kw || pad >= kh) continue;
+            ConvCase c{1, 2, 2, 2, {1, 5 + w % 4, w}, {1, kh, kw}, {1, 2, 2}, {1, 1, 1},
+                       {0, pad, pad}, {0, pad + extra, pad + extra}};
+            ConvShape s = shape_of(c);
+            if (!maxpool_plane_reads_rows(s)) continue;
+            std::vector<float> x = randn(rng, size_t(s.N * s.C * s.Pin()));
+            if (rows_planes % 4 == 1) x[size_t(rng() % x.size())] = kNaN;
+            if (rows_planes % 4 == 2) x[size_t(rng() % x.size())] = kInf;
+            if (rows_planes % 4 == 3) {
+              x[size_t(rng() % x.size())] = kInf;
+              x[size_t(rng() % x.size())] = -kInf;
+            }
+            std::vector<float> want(size_t(s.N * s.C * s.P())), got(want.size(), 1234.0f);
+            maxpool_ref(s, x.data(), want.data());
+            std::vector<float> slot(size_t(dwconv_slot_floats(s)), kNaN);
+            for (int64_t pl = 0; pl < s.N * s.C; ++pl) maxpool_plane(s, pl, x.data(), got.data(), slot.data());
+            bool same = true;
+            for (size_t i = 0; i < got.size(); ++i)
+              same = same && (got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i])));
+            INFO("maxpool rows " << describe(s));
+            CHECK(same);
+            ++rows_planes;
+          }
+  CHECK(rows_planes > 100);
   // Channel-blocked: channels a multiple of the vector width, the same windows, and planes
   // of the sizes it is used for (13, 27, 55 wide outputs in squeezenet).
   const int64_t L = dwconv_block_lanes();
