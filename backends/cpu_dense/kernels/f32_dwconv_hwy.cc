@@ -279,16 +279,27 @@ int64_t DwBlockSlotFloatsImpl(const ConvShape& s) {
 // cost more than the block's arithmetic (mobilenet_v2's 7x7 and 14x14 depthwise layers).
 // On the Xeon (AVX-512, one layer alone, 31 alternating runs) 16 x 16 transposes against
 // gathers: depthwise 144 x 56 -> 28 175 vs 241 us, 192 x 28x28 122 vs 152, 384 x 14x14 74
-// vs 84; max pooling 64 x 111 -> 55 347 vs 483, 128 x 55 -> 27 166 vs 207. SVE and scalar
-// targets gather.
+// vs 84; max pooling 64 x 111 -> 55 347 vs 483, 128 x 55 -> 27 166 vs 207. Rows narrower
+// than L (7x7 maps; 14x14 with 16 lanes) take one partial tile of masked loads where they
+// cannot fault (AVX2, AVX-512); gathered, they cost Zen 4 (AVX-512, `minnow bench
+// --profile`, medians) mobilenet_v2's 7x7 depthwise layers 72-96 against 35-58 us now,
+// 14x14 84-139 against 40-90. SVE and scalar targets gather.
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 #define MINNOW_DW_TRANSPOSE 1
+#define MINNOW_DW_MASKED_TILE 1  // loads masked off past n do not fault
 // Transposes the 16 x 16 floats whose rows start at src + i * ss into rows at dst + j * ds:
 // interleaves of pairs and quads within each 128-bit lane, then two rounds of 128-bit lane
 // shuffles (AVX-512 intrinsics: Highway 1.0 has no two-vector 128-bit lane shuffle).
-HWY_INLINE void TransposeTile(const float* src, int64_t ss, float* dst, int64_t ds) {
+// With n < 16, only the first n floats of each source row are read (masked loads, which
+// do not fault past them) and only the first n destination rows written.
+HWY_INLINE void TransposeTile(const float* src, int64_t ss, float* dst, int64_t ds, int n = 16) {
   __m512 r[16], t[16];
-  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * ss);
+  if (n >= 16) {
+    for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * ss);
+  } else {
+    const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
+    for (int i = 0; i < 16; ++i) r[i] = _mm512_maskz_loadu_ps(m, src + i * ss);
+  }
   // t[2i], t[2i + 1]: rows 2i and 2i + 1 interleaved by float.
   for (int i = 0; i < 8; ++i) {
     t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
@@ -311,17 +322,28 @@ HWY_INLINE void TransposeTile(const float* src, int64_t ss, float* dst, int64_t 
     t[12 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xDD);
   }
   for (int j = 0; j < 4; ++j) {
-    _mm512_storeu_ps(dst + j * ds, _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88));
-    _mm512_storeu_ps(dst + (8 + j) * ds, _mm512_shuffle_f32x4(t[j], t[8 + j], 0xDD));
-    _mm512_storeu_ps(dst + (4 + j) * ds, _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0x88));
-    _mm512_storeu_ps(dst + (12 + j) * ds, _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0xDD));
+    if (j < n) _mm512_storeu_ps(dst + j * ds, _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88));
+    if (8 + j < n) _mm512_storeu_ps(dst + (8 + j) * ds, _mm512_shuffle_f32x4(t[j], t[8 + j], 0xDD));
+    if (4 + j < n) _mm512_storeu_ps(dst + (4 + j) * ds, _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0x88));
+    if (12 + j < n) _mm512_storeu_ps(dst + (12 + j) * ds, _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0xDD));
   }
 }
 #elif HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3 || HWY_TARGET == HWY_NEON
 #define MINNOW_DW_TRANSPOSE 1
-// Transposes the L x L floats whose rows start at src + i * ss into rows at dst + j * ds.
-HWY_INLINE void TransposeTile(const float* src, int64_t ss, float* dst, int64_t ds) {
+#if HWY_TARGET == HWY_AVX2
+#define MINNOW_DW_MASKED_TILE 1  // vmaskmovps: loads masked off do not fault (SSE4 / NEON's do)
+#endif
+// Transposes the L x L floats whose rows start at src + i * ss into rows at dst + j * ds;
+// with n < L only the first n floats of each source row are read (masked loads) and only
+// the first n destination rows written (n < L only where MINNOW_DW_MASKED_TILE).
+HWY_INLINE void TransposeTile(const float* src, int64_t ss, float* dst, int64_t ds, int n = HWY_LANES(float)) {
   const hn::ScalableTag<float> d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const auto m = hn::FirstN(d, static_cast<size_t>(std::min<int64_t>(n, L)));
+  auto load = [&](const float* p) { return n >= L ? hn::LoadU(d, p) : hn::MaskedLoad(m, d, p); };
+  auto store = [&](hn::Vec<decltype(d)> v, int j) {
+    if (j < n) hn::StoreU(v, d, dst + j * ds);
+  };
   const hn::Repartition<double, decltype(d)> dd;
   auto lo64 = [&](hn::Vec<decltype(d)> a, hn::Vec<decltype(d)> b) {
     return hn::BitCast(d, hn::InterleaveLower(dd, hn::BitCast(dd, a), hn::BitCast(dd, b)));
@@ -330,9 +352,9 @@ HWY_INLINE void TransposeTile(const float* src, int64_t ss, float* dst, int64_t 
     return hn::BitCast(d, hn::InterleaveUpper(dd, hn::BitCast(dd, a), hn::BitCast(dd, b)));
   };
 #if HWY_TARGET == HWY_AVX2
-  const auto r0 = hn::LoadU(d, src), r1 = hn::LoadU(d, src + ss), r2 = hn::LoadU(d, src + 2 * ss);
-  const auto r3 = hn::LoadU(d, src + 3 * ss), r4 = hn::LoadU(d, src + 4 * ss), r5 = hn::LoadU(d, src + 5 * ss);
-  const auto r6 = hn::LoadU(d, src + 6 * ss), r7 = hn::LoadU(d, src + 7 * ss);
+  const auto r0 = load(src), r1 = load(src + ss), r2 = load(src + 2 * ss);
+  const auto r3 = load(src + 3 * ss), r4 = load(src + 4 * ss), r5 = load(src + 5 * ss);
+  const auto r6 = load(src + 6 * ss), r7 = load(src + 7 * ss);
   // Within each 128-bit half: pairs, then quads of rows; then the halves swap.
   const auto t0 = hn::InterleaveLower(d, r0, r1), t1 = hn::InterleaveUpper(d, r0, r1);
   const auto t2 = hn::InterleaveLower(d, r2, r3), t3 = hn::InterleaveUpper(d, r2, r3);
@@ -340,23 +362,23 @@ HWY_INLINE void TransposeTile(const float* src, int64_t ss, float* dst, int64_t 
   const auto t6 = hn::InterleaveLower(d, r6, r7), t7 = hn::InterleaveUpper(d, r6, r7);
   const auto u0 = lo64(t0, t2), u1 = hi64(t0, t2), u2 = lo64(t1, t3), u3 = hi64(t1, t3);
   const auto u4 = lo64(t4, t6), u5 = hi64(t4, t6), u6 = lo64(t5, t7), u7 = hi64(t5, t7);
-  hn::StoreU(hn::ConcatLowerLower(d, u4, u0), d, dst);
-  hn::StoreU(hn::ConcatLowerLower(d, u5, u1), d, dst + ds);
-  hn::StoreU(hn::ConcatLowerLower(d, u6, u2), d, dst + 2 * ds);
-  hn::StoreU(hn::ConcatLowerLower(d, u7, u3), d, dst + 3 * ds);
-  hn::StoreU(hn::ConcatUpperUpper(d, u4, u0), d, dst + 4 * ds);
-  hn::StoreU(hn::ConcatUpperUpper(d, u5, u1), d, dst + 5 * ds);
-  hn::StoreU(hn::ConcatUpperUpper(d, u6, u2), d, dst + 6 * ds);
-  hn::StoreU(hn::ConcatUpperUpper(d, u7, u3), d, dst + 7 * ds);
+  store(hn::ConcatLowerLower(d, u4, u0), 0);
+  store(hn::ConcatLowerLower(d, u5, u1), 1);
+  store(hn::ConcatLowerLower(d, u6, u2), 2);
+  store(hn::ConcatLowerLower(d, u7, u3), 3);
+  store(hn::ConcatUpperUpper(d, u4, u0), 4);
+  store(hn::ConcatUpperUpper(d, u5, u1), 5);
+  store(hn::ConcatUpperUpper(d, u6, u2), 6);
+  store(hn::ConcatUpperUpper(d, u7, u3), 7);
 #else
-  const auto r0 = hn::LoadU(d, src), r1 = hn::LoadU(d, src + ss);
-  const auto r2 = hn::LoadU(d, src + 2 * ss), r3 = hn::LoadU(d, src + 3 * ss);
+  const auto r0 = load(src), r1 = load(src + ss);
+  const auto r2 = load(src + 2 * ss), r3 = load(src + 3 * ss);
   const auto t0 = hn::InterleaveLower(d, r0, r1), t1 = hn::InterleaveUpper(d, r0, r1);
   const auto t2 = hn::InterleaveLower(d, r2, r3), t3 = hn::InterleaveUpper(d, r2, r3);
-  hn::StoreU(lo64(t0, t2), d, dst);
-  hn::StoreU(hi64(t0, t2), d, dst + ds);
-  hn::StoreU(lo64(t1, t3), d, dst + 2 * ds);
-  hn::StoreU(hi64(t1, t3), d, dst + 3 * ds);
+  store(lo64(t0, t2), 0);
+  store(hi64(t0, t2), 1);
+  store(lo64(t1, t3), 2);
+  store(hi64(t1, t3), 3);
 #endif
 }
 #endif
@@ -390,6 +412,13 @@ void GatherBlockIn(const ConvShape& s, const DwBlockGeom& g, const float* xp, fl
       TransposeTile(xp + ih * IW + (IW - L), IH * IW, row + (IW - L + pbw) * L, L);
       c = IW + pbw;
     }
+#ifdef MINNOW_DW_MASKED_TILE
+    // Rows narrower than a vector (7x7 and, with 16 lanes, 14x14 maps): one partial tile.
+    if (c == pbw && IW < L && IW + pbw <= g.cols) {
+      TransposeTile(xp + ih * IW, IH * IW, row + c * L, L, static_cast<int>(IW));
+      c = IW + pbw;
+    }
+#endif
 #endif
     for (; c < g.cols; ++c) {
       const int64_t iw = c - pbw;
@@ -430,6 +459,7 @@ bool TransposesImpl() {
 #endif
 }
 #undef MINNOW_DW_TRANSPOSE
+#undef MINNOW_DW_MASKED_TILE
 
 void BlockImpl(const ConvShape& s, int64_t block, const float* x, const float* w,
                const float* bias, float* y, float* slot, float lo, float hi) {
