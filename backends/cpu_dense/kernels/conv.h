@@ -56,7 +56,8 @@ struct ConvWeights {
 ConvWeights pack_conv_weights(const float* w, int64_t M, int64_t K, int64_t group,
                               const float* bias, ConvPack how = ConvPack::kInPlace);
 
-// How one run is split: tasks = N * group * column blocks * row chunks.
+// How one run is split: tasks = N * group * row chunks * column blocks (task t: column
+// block t % col_blocks, row chunk t / col_blocks % m_chunks, then group, then image).
 struct ConvPlan {
   int64_t nc = 0, kc = 0;         // cache block: NC columns (multiple of NR), KC rows
   int64_t col_blocks = 0, m_chunks = 1, panels_per_chunk = 0, tasks = 0;
