@@ -123,6 +123,9 @@ HWY_NOINLINE void RowImpl(const Tile& t, const Epilogue& e) {
     FinishRowPartial(d, c0, c1, 0, t, e);
 }
 
+// Row i of a tile's A; rows beyond mr read row 0 again (always valid) and are never stored.
+HWY_INLINE const float* TileRow(const Tile& t, int i) { return t.a + (t.mr > i ? i : 0) * t.a_rs; }
+
 // Tiles at most one vector wide (tails: with 32-wide panels 13x13 maps leave 9 columns,
 // 7x7 maps 17 = 16 + a dot column, plan_conv): the two-vector tile would compute a whole
 // NR columns. Zen 4 (AVX-512), one layer, 21 alternating runs: squeezenet1_1's classifier
@@ -132,12 +135,8 @@ HWY_NOINLINE void HalfTileImpl(const Tile& t, const Epilogue& e) {
   using V = hn::Vec<decltype(d)>;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   const int mr = t.mr;
-  const float* a0 = t.a;
-  const float* a1 = t.a + (mr > 1 ? 1 : 0) * t.a_rs;
-  const float* a2 = t.a + (mr > 2 ? 2 : 0) * t.a_rs;
-  const float* a3 = t.a + (mr > 3 ? 3 : 0) * t.a_rs;
-  const float* a4 = t.a + (mr > 4 ? 4 : 0) * t.a_rs;
-  const float* a5 = t.a + (mr > 5 ? 5 : 0) * t.a_rs;
+  const float *a0 = t.a, *a1 = TileRow(t, 1), *a2 = TileRow(t, 2);
+  const float *a3 = TileRow(t, 3), *a4 = TileRow(t, 4), *a5 = TileRow(t, 5);
   V c0 = hn::Zero(d), c1 = hn::Zero(d), c2 = hn::Zero(d);
   V c3 = hn::Zero(d), c4 = hn::Zero(d), c5 = hn::Zero(d);
   const float* b = t.b;
@@ -179,14 +178,9 @@ void TileImpl(const Tile& t, const Epilogue& e) {
   using V = hn::Vec<decltype(d)>;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   if (t.nr <= L) return HalfTileImpl(t, e);
-  // Rows beyond mr read row 0 again (always valid) and are never stored.
   const int mr = t.mr;
-  const float* a0 = t.a;
-  const float* a1 = t.a + (mr > 1 ? 1 : 0) * t.a_rs;
-  const float* a2 = t.a + (mr > 2 ? 2 : 0) * t.a_rs;
-  const float* a3 = t.a + (mr > 3 ? 3 : 0) * t.a_rs;
-  const float* a4 = t.a + (mr > 4 ? 4 : 0) * t.a_rs;
-  const float* a5 = t.a + (mr > 5 ? 5 : 0) * t.a_rs;
+  const float *a0 = t.a, *a1 = TileRow(t, 1), *a2 = TileRow(t, 2);
+  const float *a3 = TileRow(t, 3), *a4 = TileRow(t, 4), *a5 = TileRow(t, 5);
   V c00 = hn::Zero(d), c01 = hn::Zero(d), c10 = hn::Zero(d), c11 = hn::Zero(d);
   V c20 = hn::Zero(d), c21 = hn::Zero(d), c30 = hn::Zero(d), c31 = hn::Zero(d);
   V c40 = hn::Zero(d), c41 = hn::Zero(d), c50 = hn::Zero(d), c51 = hn::Zero(d);

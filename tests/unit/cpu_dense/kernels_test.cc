@@ -404,6 +404,19 @@ TEST_CASE("direct depthwise convolution matches the reference") {
     if (dwconv_block_applies(shape_of(c))) check_conv(rng, c, true, true, 1);
 }
 
+namespace {
+// maxpool_plane over every plane of x equals the reference, NaN where it has NaN.
+bool maxpool_planes_match(const ConvShape& s, const std::vector<float>& x) {
+  std::vector<float> want(size_t(s.N * s.C * s.P())), got(want.size(), 1234.0f);
+  maxpool_ref(s, x.data(), want.data());
+  std::vector<float> slot(size_t(dwconv_slot_floats(s)), kNaN);
+  for (int64_t pl = 0; pl < s.N * s.C; ++pl) maxpool_plane(s, pl, x.data(), got.data(), slot.data());
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!(got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i])))) return false;
+  return true;
+}
+}  // namespace
+
 TEST_CASE("direct max pooling matches the reference (pads, strides, dilation, ceil, NaN)") {
   std::mt19937 rng(17);
   int count = 0;
@@ -419,15 +432,7 @@ TEST_CASE("direct max pooling matches the reference (pads, strides, dilation, ce
             if (s.out[1] < 1 || s.out[2] < 1) continue;
             std::vector<float> x = randn(rng, size_t(s.N * s.C * s.Pin()));
             if (count % 3 == 0) x[size_t(rng() % x.size())] = kNaN;
-            std::vector<float> want(size_t(s.N * s.C * s.P())), got(want.size(), 1234.0f);
-            maxpool_ref(s, x.data(), want.data());
-            std::vector<float> slot(size_t(dwconv_slot_floats(s)), kNaN);
-            for (int64_t pl = 0; pl < s.N * s.C; ++pl) maxpool_plane(s, pl, x.data(), got.data(), slot.data());
-            bool same = true;
-            for (size_t i = 0; i < got.size(); ++i)
-              same = same && (got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i])));
-            INFO("maxpool " << describe(s));
-            CHECK(same);
+            CHECK_MESSAGE(maxpool_planes_match(s, x), "maxpool " << describe(s));
             ++count;
           }
   CHECK(count > 100);
@@ -475,15 +480,7 @@ TEST_CASE("direct max pooling matches the reference (pads, strides, dilation, ce
               x[size_t(rng() % x.size())] = kInf;
               x[size_t(rng() % x.size())] = -kInf;
             }
-            std::vector<float> want(size_t(s.N * s.C * s.P())), got(want.size(), 1234.0f);
-            maxpool_ref(s, x.data(), want.data());
-            std::vector<float> slot(size_t(dwconv_slot_floats(s)), kNaN);
-            for (int64_t pl = 0; pl < s.N * s.C; ++pl) maxpool_plane(s, pl, x.data(), got.data(), slot.data());
-            bool same = true;
-            for (size_t i = 0; i < got.size(); ++i)
-              same = same && (got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i])));
-            INFO("maxpool rows " << describe(s));
-            CHECK(same);
+            CHECK_MESSAGE(maxpool_planes_match(s, x), "maxpool rows " << describe(s));
             ++rows_planes;
           }
   CHECK(rows_planes > 100);
