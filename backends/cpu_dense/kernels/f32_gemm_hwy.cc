@@ -172,12 +172,13 @@ HWY_NOINLINE void HalfTileImpl(const Tile& t, const Epilogue& e) {
   if (mr > 5) FinishRowPartial(d, c5, z, 5, t, e);
 }
 
-void TileImpl(const Tile& t, const Epilogue& e) {
-  if (t.mr == 1) return RowImpl(t, e);
+// The two-vector tile with the FMAs of the first R rows only (R = 2, 4, 6): a last row
+// panel of 2 or 4 rows (M = 16, 32, 64, 1000 ...) does not compute six.
+template <int R>
+HWY_INLINE void TileRowsImpl(const Tile& t, const Epilogue& e) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
-  if (t.nr <= L) return HalfTileImpl(t, e);
   const int mr = t.mr;
   const float *a0 = t.a, *a1 = TileRow(t, 1), *a2 = TileRow(t, 2);
   const float *a3 = TileRow(t, 3), *a4 = TileRow(t, 4), *a5 = TileRow(t, 5);
@@ -203,18 +204,22 @@ void TileImpl(const Tile& t, const Epilogue& e) {
     av = hn::Set(d, a1[o]);
     c10 = hn::MulAdd(av, b0, c10);
     c11 = hn::MulAdd(av, b1, c11);
-    av = hn::Set(d, a2[o]);
-    c20 = hn::MulAdd(av, b0, c20);
-    c21 = hn::MulAdd(av, b1, c21);
-    av = hn::Set(d, a3[o]);
-    c30 = hn::MulAdd(av, b0, c30);
-    c31 = hn::MulAdd(av, b1, c31);
-    av = hn::Set(d, a4[o]);
-    c40 = hn::MulAdd(av, b0, c40);
-    c41 = hn::MulAdd(av, b1, c41);
-    av = hn::Set(d, a5[o]);
-    c50 = hn::MulAdd(av, b0, c50);
-    c51 = hn::MulAdd(av, b1, c51);
+    if (R > 2) {
+      av = hn::Set(d, a2[o]);
+      c20 = hn::MulAdd(av, b0, c20);
+      c21 = hn::MulAdd(av, b1, c21);
+      av = hn::Set(d, a3[o]);
+      c30 = hn::MulAdd(av, b0, c30);
+      c31 = hn::MulAdd(av, b1, c31);
+    }
+    if (R > 4) {
+      av = hn::Set(d, a4[o]);
+      c40 = hn::MulAdd(av, b0, c40);
+      c41 = hn::MulAdd(av, b1, c41);
+      av = hn::Set(d, a5[o]);
+      c50 = hn::MulAdd(av, b0, c50);
+      c51 = hn::MulAdd(av, b1, c51);
+    }
   }
   if (t.nr == 2 * L) {
     const V lo = hn::Set(d, e.lo), hi = hn::Set(d, e.hi);
@@ -232,6 +237,14 @@ void TileImpl(const Tile& t, const Epilogue& e) {
     if (mr > 4) FinishRowPartial(d, c40, c41, 4, t, e);
     if (mr > 5) FinishRowPartial(d, c50, c51, 5, t, e);
   }
+}
+
+void TileImpl(const Tile& t, const Epilogue& e) {
+  if (t.mr == 1) return RowImpl(t, e);
+  if (t.nr <= static_cast<int>(hn::Lanes(hn::ScalableTag<float>()))) return HalfTileImpl(t, e);
+  if (t.mr <= 2) return TileRowsImpl<2>(t, e);
+  if (t.mr <= 4) return TileRowsImpl<4>(t, e);
+  TileRowsImpl<6>(t, e);
 }
 
 // Dot tiles (gemm.h, DotTile): 8 rows x 1 column or 4 rows x 2 columns, k along the
