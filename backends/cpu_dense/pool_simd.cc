@@ -12,9 +12,10 @@ bool maxpool_simd_shape(const Axis ax[kMaxSpatial], int64_t N, int64_t C, kernel
 }
 
 namespace {
-// Channel-blocked wherever it applies but for the stride-2 rows below. On the Xeon (AVX-512, 1 thread, `minnow bench
-// --profile`) squeezenet1_1's 64 x 55x55, 128 x 27x27 and 256 x 13x13 pools 0.47 / 0.29 /
-// 0.20 -> 0.32 / 0.13 / 0.06 ms, resnet18's 64 x 112 -> 56 0.60-0.66 -> 0.41-0.42 ms. On
+// Channel-blocked wherever it applies but for the stride-2 rows below. On the Xeon
+// (AVX-512, 1 thread, `minnow bench --profile`) squeezenet1_1's 64 x 55x55, 128 x 27x27
+// and 256 x 13x13 pools 0.47 / 0.29 / 0.20 -> 0.32 / 0.13 / 0.06 ms, resnet18's 64 x 112
+// -> 56 0.60-0.66 -> 0.41-0.42 ms. On
 // the Zen 3 (AVX2) the blocks' gathers were slower than planes at 55x55 and 112x112 until
 // they became register transposes (41 alternating runs, plane / block: 467 / 304,
 // 361 / 126, 253 / 63 us for squeezenet's three pools, 487 / 303 us for resnet's).

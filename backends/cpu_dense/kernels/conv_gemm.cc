@@ -207,8 +207,6 @@ ConvPlan plan_conv(const ConvShape& s, int threads) {
   const int64_t tail = P % nr;
   if (tail > 0 && tail <= dot_tail_max(nr)) {
     p.dot_cols = tail;
-    p.dot_off = p.slot_floats;
-    p.slot_floats += tail * p.kc;
   } else if (tail > nr / 2 && tail - nr / 2 <= dot_tail_max(nr) && P <= kHalfTailMaxPanels * nr) {
     // A tail a little over half a panel (7x7 maps: 49 = 32 + 17 with 32-wide panels) as a
     // one-vector tile of NR / 2 columns (gemm_tile) and dot columns for the rest, instead
@@ -217,6 +215,8 @@ ConvPlan plan_conv(const ConvShape& s, int threads) {
     // 160 -> 960 0.78x. On large maps the tail is a sliver of the work and the dots only
     // cost (55x55 16 -> 64 and 128 -> 16: 1.03-1.09x), hence kHalfTailMaxPanels.
     p.dot_cols = tail - nr / 2;
+  }
+  if (p.dot_cols > 0) {
     p.dot_off = p.slot_floats;
     p.slot_floats += p.dot_cols * p.kc;
   }

@@ -675,8 +675,7 @@ bool MaxPlaneStride2(const ConvShape& s, const float* xp, float* yp, float* buf)
   constexpr int64_t kMaxRows = 16;
   if (!maxpool_rows_shape(s, L) || KH > kMaxRows) return false;
   const int64_t bw = 2 * OW + 2;  // buffer floats; input column c at buffer column c + pl
-  const DwGeom g = dw_geom(s, DwLanesImpl());
-  if (pl >= bw || 2 * bw > g.rows * s.s[2] * g.width) return false;  // dwconv_slot_floats
+  if (pl >= bw || 2 * bw > dwconv_slot_floats(s)) return false;  // two buffers in the slot
   const int64_t cw = std::min(IW, bw - pl);  // input columns a window reads
   const float ninf = -std::numeric_limits<float>::infinity();
   for (float* bb : {buf, buf + bw}) {

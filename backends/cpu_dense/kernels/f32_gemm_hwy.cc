@@ -23,8 +23,9 @@ namespace hn = hwy::HWY_NAMESPACE;
 int NrImpl() { return 2 * static_cast<int>(hn::Lanes(hn::ScalableTag<float>())); }
 const char* TargetImpl() { return hwy::TargetName(HWY_TARGET); }
 
-// Finishes one row of a full tile: bias, beta * old, clamp, store.
-template <class D, class V>
+// Finishes one row of a full tile of NV (1 or 2) vectors: bias, beta * old, addend,
+// clamp, store.
+template <int NV, class D, class V>
 HWY_INLINE void FinishRow(D d, V v0, V v1, int64_t i, const Tile& t, const Epilogue& e,
                           V lo, V hi) {
   const size_t L = hn::Lanes(d);
@@ -33,36 +34,24 @@ HWY_INLINE void FinishRow(D d, V v0, V v1, int64_t i, const Tile& t, const Epilo
     if (e.bias_per_row) {
       const V bv = hn::Set(d, e.bias[i]);
       v0 = hn::Add(v0, bv);
-      v1 = hn::Add(v1, bv);
+      if (NV > 1) v1 = hn::Add(v1, bv);
     } else {
       v0 = hn::Add(v0, hn::LoadU(d, e.bias));
-      v1 = hn::Add(v1, hn::LoadU(d, e.bias + L));
+      if (NV > 1) v1 = hn::Add(v1, hn::LoadU(d, e.bias + L));
     }
   }
   if (e.beta != 0.0f) {
     const V be = hn::Set(d, e.beta);
     v0 = hn::MulAdd(be, hn::LoadU(d, c), v0);
-    v1 = hn::MulAdd(be, hn::LoadU(d, c + L), v1);
+    if (NV > 1) v1 = hn::MulAdd(be, hn::LoadU(d, c + L), v1);
   }
   if (e.addend) {
     const float* r = e.addend + i * t.ldc;
     v0 = hn::Add(v0, hn::LoadU(d, r));
-    v1 = hn::Add(v1, hn::LoadU(d, r + L));
+    if (NV > 1) v1 = hn::Add(v1, hn::LoadU(d, r + L));
   }
-  v0 = hn::Min(hn::Max(v0, lo), hi);
-  v1 = hn::Min(hn::Max(v1, lo), hi);
-  hn::StoreU(v0, d, c);
-  hn::StoreU(v1, d, c + L);
-}
-
-// One vector of a row (a tile one vector wide): bias, beta * old, addend, clamp, store.
-template <class D, class V>
-HWY_INLINE void FinishHalfRow(D d, V v, int64_t i, const Tile& t, const Epilogue& e, V lo, V hi) {
-  float* c = t.c + i * t.ldc;
-  if (e.bias) v = hn::Add(v, e.bias_per_row ? hn::Set(d, e.bias[i]) : hn::LoadU(d, e.bias));
-  if (e.beta != 0.0f) v = hn::MulAdd(hn::Set(d, e.beta), hn::LoadU(d, c), v);
-  if (e.addend) v = hn::Add(v, hn::LoadU(d, e.addend + i * t.ldc));
-  hn::StoreU(hn::Min(hn::Max(v, lo), hi), d, c);
+  hn::StoreU(hn::Min(hn::Max(v0, lo), hi), d, c);
+  if (NV > 1) hn::StoreU(hn::Min(hn::Max(v1, lo), hi), d, c + L);
 }
 
 // Partial tile row: raw accumulators to the stack, then the epilogue per element.
@@ -81,6 +70,16 @@ HWY_INLINE void FinishRowPartial(D d, V v0, V v1, int64_t i, const Tile& t,
     if (e.addend) v += e.addend[i * t.ldc + j];
     c[j] = std::min(std::max(v, e.lo), e.hi);
   }
+}
+
+// Row i of a tile of NV vectors: whole (`full`: nr == NV lanes) or partial.
+template <int NV, class D, class V>
+HWY_INLINE void FinishTileRow(D d, V v0, V v1, int64_t i, const Tile& t, const Epilogue& e,
+                              bool full, V lo, V hi) {
+  if (full)
+    FinishRow<NV>(d, v0, v1, i, t, e, lo, hi);
+  else
+    FinishRowPartial(d, v0, v1, i, t, e);
 }
 
 // One row (a matrix-vector product: batch-1 Gemm, LSTM steps): the 6-row kernel would
@@ -118,7 +117,7 @@ HWY_NOINLINE void RowImpl(const Tile& t, const Epilogue& e) {
   const V c0 = hn::Add(hn::Add(p0, q0), hn::Add(r0, s0));
   const V c1 = hn::Add(hn::Add(p1, q1), hn::Add(r1, s1));
   if (t.nr == 2 * L)
-    FinishRow(d, c0, c1, 0, t, e, hn::Set(d, e.lo), hn::Set(d, e.hi));
+    FinishRow<2>(d, c0, c1, 0, t, e, hn::Set(d, e.lo), hn::Set(d, e.hi));
   else
     FinishRowPartial(d, c0, c1, 0, t, e);
 }
@@ -126,55 +125,13 @@ HWY_NOINLINE void RowImpl(const Tile& t, const Epilogue& e) {
 // Row i of a tile's A; rows beyond mr read row 0 again (always valid) and are never stored.
 HWY_INLINE const float* TileRow(const Tile& t, int i) { return t.a + (t.mr > i ? i : 0) * t.a_rs; }
 
-// Tiles at most one vector wide (tails: with 32-wide panels 13x13 maps leave 9 columns,
-// 7x7 maps 17 = 16 + a dot column, plan_conv): the two-vector tile would compute a whole
-// NR columns. Zen 4 (AVX-512), one layer, 21 alternating runs: squeezenet1_1's classifier
-// (512 -> 1000 at 13x13) 0.90x the time, 384 -> 64 at 13x13 0.93x.
-HWY_NOINLINE void HalfTileImpl(const Tile& t, const Epilogue& e) {
-  const hn::ScalableTag<float> d;
-  using V = hn::Vec<decltype(d)>;
-  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
-  const int mr = t.mr;
-  const float *a0 = t.a, *a1 = TileRow(t, 1), *a2 = TileRow(t, 2);
-  const float *a3 = TileRow(t, 3), *a4 = TileRow(t, 4), *a5 = TileRow(t, 5);
-  V c0 = hn::Zero(d), c1 = hn::Zero(d), c2 = hn::Zero(d);
-  V c3 = hn::Zero(d), c4 = hn::Zero(d), c5 = hn::Zero(d);
-  const float* b = t.b;
-  const int64_t ldb = t.ldb, acs = t.a_cs;
-#pragma GCC unroll 4
-  for (int64_t k = 0; k < t.K; ++k) {
-    const V b0 = hn::LoadU(d, b);
-    b += ldb;
-    const int64_t o = k * acs;
-    c0 = hn::MulAdd(hn::Set(d, a0[o]), b0, c0);
-    c1 = hn::MulAdd(hn::Set(d, a1[o]), b0, c1);
-    c2 = hn::MulAdd(hn::Set(d, a2[o]), b0, c2);
-    c3 = hn::MulAdd(hn::Set(d, a3[o]), b0, c3);
-    c4 = hn::MulAdd(hn::Set(d, a4[o]), b0, c4);
-    c5 = hn::MulAdd(hn::Set(d, a5[o]), b0, c5);
-  }
-  if (t.nr == L) {
-    const V lo = hn::Set(d, e.lo), hi = hn::Set(d, e.hi);
-    FinishHalfRow(d, c0, 0, t, e, lo, hi);
-    if (mr > 1) FinishHalfRow(d, c1, 1, t, e, lo, hi);
-    if (mr > 2) FinishHalfRow(d, c2, 2, t, e, lo, hi);
-    if (mr > 3) FinishHalfRow(d, c3, 3, t, e, lo, hi);
-    if (mr > 4) FinishHalfRow(d, c4, 4, t, e, lo, hi);
-    if (mr > 5) FinishHalfRow(d, c5, 5, t, e, lo, hi);
-    return;
-  }
-  const V z = hn::Zero(d);
-  FinishRowPartial(d, c0, z, 0, t, e);
-  if (mr > 1) FinishRowPartial(d, c1, z, 1, t, e);
-  if (mr > 2) FinishRowPartial(d, c2, z, 2, t, e);
-  if (mr > 3) FinishRowPartial(d, c3, z, 3, t, e);
-  if (mr > 4) FinishRowPartial(d, c4, z, 4, t, e);
-  if (mr > 5) FinishRowPartial(d, c5, z, 5, t, e);
-}
-
-// The two-vector tile with the FMAs of the first R rows only (R = 2, 4, 6): a last row
-// panel of 2 or 4 rows (M = 16, 32, 64, 1000 ...) does not compute six.
-template <int R>
+// A tile of NV (1 or 2) vectors of columns with the FMAs of its first R (2, 4, 6) rows
+// only. One vector: tails of at most NR / 2 columns (with 32-wide panels 13x13 maps leave
+// 9 columns, 7x7 maps 17 = 16 + a dot column, plan_conv), which a two-vector tile computed
+// as a whole NR (Zen 4, AVX-512, one layer, 21 alternating runs: squeezenet1_1's
+// classifier, 512 -> 1000 at 13x13, 0.90x the time, 384 -> 64 at 13x13 0.93x). Fewer rows:
+// a last row panel of 2 or 4 rows (M = 16, 32, 64, 1000 ...) does not compute six.
+template <int R, int NV>
 HWY_INLINE void TileRowsImpl(const Tile& t, const Epilogue& e) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
@@ -195,56 +152,48 @@ HWY_INLINE void TileRowsImpl(const Tile& t, const Epilogue& e) {
 #pragma GCC unroll 4
   for (int64_t k = 0; k < t.K; ++k) {
     const V b0 = hn::LoadU(d, b);
-    const V b1 = hn::LoadU(d, b + L);
+    const V b1 = NV > 1 ? hn::LoadU(d, b + L) : b0;  // one vector: B holds only NR / 2 here
     b += ldb;
     const int64_t o = k * acs;
     V av = hn::Set(d, a0[o]);
     c00 = hn::MulAdd(av, b0, c00);
-    c01 = hn::MulAdd(av, b1, c01);
+    if (NV > 1) c01 = hn::MulAdd(av, b1, c01);
     av = hn::Set(d, a1[o]);
     c10 = hn::MulAdd(av, b0, c10);
-    c11 = hn::MulAdd(av, b1, c11);
+    if (NV > 1) c11 = hn::MulAdd(av, b1, c11);
     if (R > 2) {
       av = hn::Set(d, a2[o]);
       c20 = hn::MulAdd(av, b0, c20);
-      c21 = hn::MulAdd(av, b1, c21);
+      if (NV > 1) c21 = hn::MulAdd(av, b1, c21);
       av = hn::Set(d, a3[o]);
       c30 = hn::MulAdd(av, b0, c30);
-      c31 = hn::MulAdd(av, b1, c31);
+      if (NV > 1) c31 = hn::MulAdd(av, b1, c31);
     }
     if (R > 4) {
       av = hn::Set(d, a4[o]);
       c40 = hn::MulAdd(av, b0, c40);
-      c41 = hn::MulAdd(av, b1, c41);
+      if (NV > 1) c41 = hn::MulAdd(av, b1, c41);
       av = hn::Set(d, a5[o]);
       c50 = hn::MulAdd(av, b0, c50);
-      c51 = hn::MulAdd(av, b1, c51);
+      if (NV > 1) c51 = hn::MulAdd(av, b1, c51);
     }
   }
-  if (t.nr == 2 * L) {
-    const V lo = hn::Set(d, e.lo), hi = hn::Set(d, e.hi);
-    FinishRow(d, c00, c01, 0, t, e, lo, hi);
-    if (mr > 1) FinishRow(d, c10, c11, 1, t, e, lo, hi);
-    if (mr > 2) FinishRow(d, c20, c21, 2, t, e, lo, hi);
-    if (mr > 3) FinishRow(d, c30, c31, 3, t, e, lo, hi);
-    if (mr > 4) FinishRow(d, c40, c41, 4, t, e, lo, hi);
-    if (mr > 5) FinishRow(d, c50, c51, 5, t, e, lo, hi);
-  } else {
-    FinishRowPartial(d, c00, c01, 0, t, e);
-    if (mr > 1) FinishRowPartial(d, c10, c11, 1, t, e);
-    if (mr > 2) FinishRowPartial(d, c20, c21, 2, t, e);
-    if (mr > 3) FinishRowPartial(d, c30, c31, 3, t, e);
-    if (mr > 4) FinishRowPartial(d, c40, c41, 4, t, e);
-    if (mr > 5) FinishRowPartial(d, c50, c51, 5, t, e);
-  }
+  const bool full = t.nr == NV * L;
+  const V lo = hn::Set(d, e.lo), hi = hn::Set(d, e.hi);
+  FinishTileRow<NV>(d, c00, c01, 0, t, e, full, lo, hi);
+  if (mr > 1) FinishTileRow<NV>(d, c10, c11, 1, t, e, full, lo, hi);
+  if (mr > 2) FinishTileRow<NV>(d, c20, c21, 2, t, e, full, lo, hi);
+  if (mr > 3) FinishTileRow<NV>(d, c30, c31, 3, t, e, full, lo, hi);
+  if (mr > 4) FinishTileRow<NV>(d, c40, c41, 4, t, e, full, lo, hi);
+  if (mr > 5) FinishTileRow<NV>(d, c50, c51, 5, t, e, full, lo, hi);
 }
 
 void TileImpl(const Tile& t, const Epilogue& e) {
   if (t.mr == 1) return RowImpl(t, e);
-  if (t.nr <= static_cast<int>(hn::Lanes(hn::ScalableTag<float>()))) return HalfTileImpl(t, e);
-  if (t.mr <= 2) return TileRowsImpl<2>(t, e);
-  if (t.mr <= 4) return TileRowsImpl<4>(t, e);
-  TileRowsImpl<6>(t, e);
+  if (t.nr <= static_cast<int>(hn::Lanes(hn::ScalableTag<float>()))) return TileRowsImpl<6, 1>(t, e);
+  if (t.mr <= 2) return TileRowsImpl<2, 2>(t, e);
+  if (t.mr <= 4) return TileRowsImpl<4, 2>(t, e);
+  TileRowsImpl<6, 2>(t, e);
 }
 
 // Dot tiles (gemm.h, DotTile): 8 rows x 1 column or 4 rows x 2 columns, k along the
