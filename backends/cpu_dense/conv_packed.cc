@@ -35,14 +35,19 @@ kernels::ConvShape conv_shape(const Axis ax[kMaxSpatial], int64_t N, int64_t C, 
   return s;
 }
 
-// Winograd F(2x2, 3x3) from this many input and output channels, on maps with at least as
-// many output pixels as input channels. Measured on Zen 3 against the im2col GEMM (one
-// layer alone, alternating): 1.6-1.7x at 64 channels 56x56 and 128 at 28x28, 1.2x at
-// 16 -> 64 channels 56x56; but only 1.1-1.2x at 256 channels 14x14 and 512 at 7x7, where
-// the transformed weights (16/9 of W, 50 MB for resnet50's last stage) would cost more
-// memory and prepare time (first-touch page faults) than the run saves. Below 16 channels
-// the transforms outweigh the GEMM saved.
+// Winograd F(2x2, 3x3) from this many input and output channels, on maps with at least
+// half as many output pixels as input channels. Measured on Zen 3 against the im2col
+// GEMM (one layer alone, alternating): 1.6-1.7x at 64 channels 56x56 and 128 at 28x28,
+// 1.2x at 16 -> 64 channels 56x56; below 16 channels the transforms outweigh the GEMM
+// saved. At 256 channels 14x14 (resnet's layer3) it was only 1.1-1.2x there, not worth the
+// transformed weights (16/9 of W kept beside it: 4.2 MB a layer); on Zen 4 (AVX-512, the
+// GEMM at ~95 GFLOP/s there) per-node minimums of alternating `minnow bench --profile`
+// runs: resnet18's 0.84-0.87x the time at 1 thread, 0.80-0.88x at 2, resnet50's
+// 0.86-0.94x at 1, so from session 14 on those layers take Winograd (+12.6 MB of
+// prepared weights for resnet18, +25 MB for resnet50). At 512 channels 7x7 (49 pixels: 16
+// tiles for a 8x8 map, a third of them padding) it is 1.43-1.55x slower.
 constexpr int64_t kWinogradMinChannels = 16;
+bool ConvPacked::winograd_pays(int64_t pixels, int64_t channels) { return 2 * pixels >= channels; }
 
 ConvPacked::ConvPacked(const float* w, int64_t M, int64_t Cg, int64_t taps, int64_t group,
                        const float* bias, int spatial, bool winograd) {
@@ -81,7 +86,7 @@ bool ConvPacked::use_dw_block(const kernels::ConvShape& s) const {
 
 bool ConvPacked::use_winograd(const kernels::ConvShape& s) const {
   return winograd_.u && kernels::winograd_applies(s) && s.C == winograd_.C && s.M == winograd_.M &&
-         s.P() >= s.C;
+         winograd_pays(s.P(), s.C);
 }
 
 size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s) const {

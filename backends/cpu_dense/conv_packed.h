@@ -49,6 +49,9 @@ kernels::ConvShape conv_shape(const Axis ax[kMaxSpatial], int64_t N, int64_t C, 
 class ConvPacked {
  public:
   // w: [M, Cg, k...] (taps = product of k), bias [M] or null. `spatial` = spatial rank.
+  // Whether Winograd pays on a map of `pixels` (input or output: stride 1, so about
+  // equal) with `channels` input channels (conv_packed.cc has the measurements).
+  static bool winograd_pays(int64_t pixels, int64_t channels);
   // `winograd`: the node is a 3x3, stride 1, dilation 1, one-group 2-D convolution (from
   // its attributes); its weights are then also transformed for Winograd F(2x2, 3x3), used
   // at run time when the shapes allow (winograd_applies) and the map is not tiny.

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace minnow {
 namespace cpu_dense {
@@ -25,28 +26,40 @@ WinogradWeights pack_winograd(const float* w, int64_t M, int64_t C, const float*
   ww.M = M;
   ww.C = C;
   ww.u = alloc_floats(size_t(16 * M * C), false);
-  // Each (m, c) writes one float to each of the 16 matrices, consecutive over c: 16
-  // sequential streams. Float arithmetic: the halvings are exact, the sums round once.
+  // Per output channel m, its 3x3 kernels are first transposed to g[tap][c] (a 9 x C
+  // buffer), so the transform runs along c with unit-stride loads and stores the compiler
+  // vectorises: each of the 16 matrices gets one contiguous row of C floats. (One (m, c) at
+  // a time, 16 scattered stores each, took 3.6 ms for 256 x 256 channels; the prepare of
+  // resnet50 has six such layers.) Float arithmetic: the halvings are exact, the sums
+  // round once.
   float* u = ww.u.get();
   const int64_t plane = M * C;
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t c = 0; c < C; ++c) {
-      const float* g = w + (m * C + c) * 9;
-      float t[4][3];  // G g
-      for (int j = 0; j < 3; ++j) {
-        t[0][j] = g[j];
-        t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
-        t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
-        t[3][j] = g[6 + j];
-      }
-      float* o = u + m * C + c;
-      for (int i = 0; i < 4; ++i) {
-        o[(4 * i + 0) * plane] = t[i][0];
-        o[(4 * i + 1) * plane] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
-        o[(4 * i + 2) * plane] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
-        o[(4 * i + 3) * plane] = t[i][2];
+  std::vector<float> gt(size_t(9 * C));
+  for (int64_t m = 0; m < M; ++m) {
+    const float* wm = w + m * C * 9;
+    for (int64_t c = 0; c < C; ++c)
+      for (int k = 0; k < 9; ++k) gt[size_t(k * C + c)] = wm[c * 9 + k];
+    const float* g = gt.data();
+    float* o = u + m * C;
+    for (int i = 0; i < 4; ++i) {
+      // Row i of G g, three taps wide: t_j = (G g)[i][j] for c along the lanes.
+      float* o0 = o + (4 * i + 0) * plane;
+      float* o1 = o + (4 * i + 1) * plane;
+      float* o2 = o + (4 * i + 2) * plane;
+      float* o3 = o + (4 * i + 3) * plane;
+      for (int64_t c = 0; c < C; ++c) {
+        float t[3];
+        for (int j = 0; j < 3; ++j) {
+          const float g0 = g[j * C + c], g1 = g[(3 + j) * C + c], g2 = g[(6 + j) * C + c];
+          t[j] = i == 0 ? g0 : i == 1 ? 0.5f * (g0 + g1 + g2) : i == 2 ? 0.5f * (g0 - g1 + g2) : g2;
+        }
+        o0[c] = t[0];
+        o1[c] = 0.5f * (t[0] + t[1] + t[2]);
+        o2[c] = 0.5f * (t[0] - t[1] + t[2]);
+        o3[c] = t[2];
       }
     }
+  }
   if (bias) {
     ww.bias = alloc_floats(size_t(M), false);
     std::memcpy(ww.bias.get(), bias, size_t(M) * sizeof(float));
@@ -59,10 +72,12 @@ constexpr int64_t kMaxKC = 256;  // as the im2col GEMM: a 6 x KC panel of U stay
 // Bytes of one block's V and M matrices (16 x nt x (C + M) floats), and the most panels
 // of tiles per block: about half of a 512 KB L2, so the input transform's V is still
 // there when the GEMMs read it. More tiles per block would reuse each U_xi over more
-// columns, which only the deep layers need (they stream all of U once per block), and
-// those stay on the im2col GEMM (ConvPacked). Measured on Zen 3, same process against the
-// GEMM: 64 channels 56x56 1.71-1.77x at 256 KB, 1.67-1.70x at 512 KB, 1.48-1.58x at 1 MB;
-// 128 channels 28x28 1.46-1.68x, 1.56-1.62x, 1.29-1.38x.
+// columns, which only the deep layers need (they stream all of U once per block). Measured
+// on Zen 3, same process against the GEMM: 64 channels 56x56 1.71-1.77x at 256 KB,
+// 1.67-1.70x at 512 KB, 1.48-1.58x at 1 MB; 128 channels 28x28 1.46-1.68x, 1.56-1.62x,
+// 1.29-1.38x. 256 channels at 14x14 (49 tiles) take two blocks of one panel: on Zen 4 one
+// block of two panels was 0.92x the time at 1 thread (U read once), but 56x56 / 28x28
+// layers with twice the panels 1.06-1.16x, and one block leaves a second thread idle.
 constexpr int64_t kBlockBytes = 256 * 1024;
 constexpr int64_t kMaxBlockPanels = 16;
 }  // namespace

@@ -68,12 +68,12 @@ class ConvKernel final : public OpKernel {
     double taps = 1;
     for (int i = 2; i < w.rank; ++i) taps *= static_cast<double>(w.dims[i]);
     // Winograd needs a 3x3 kernel, stride 1 and dilation 1 (the attributes), and pays on
-    // maps with at least as many pixels as input channels (ConvPacked); X's spatial dims
-    // must be known for that here (the shapes are checked again at run time).
+    // maps not too small for the input channels (ConvPacked::winograd_pays); X's spatial
+    // dims must be known for that here (the shapes are checked again at run time).
     const mn_tensor& x = *node.input(0).t;
     bool winograd = attrs_.nsp == 2 && w.rank == 4 && w.dims[2] == 3 && w.dims[3] == 3 &&
                     x.rank == 4 && x.dims[2] > 0 && x.dims[3] > 0 &&
-                    x.dims[2] * x.dims[3] >= w.dims[1];
+                    ConvPacked::winograd_pays(x.dims[2] * x.dims[3], w.dims[1]);
     for (int i = 0; i < attrs_.nsp; ++i)
       winograd = winograd && attrs_.stride[i] == 1 && attrs_.dilation[i] == 1;
     fast_ = std::make_unique<ConvPacked>(static_cast<const float*>(w.data), w.dims[0], w.dims[1],

@@ -371,7 +371,18 @@ TEST_SUITE("conv") {
     ConvSpec wide = c;
     wide.k = {1, 3};
     wide.pads = {0, 1, 0, 1};
-    for (const ConvSpec& g : {strided, dilated, narrow, wide}) {
+    // Maps with at least half as many pixels as input channels (ConvPacked::winograd_pays):
+    // 40 channels on 5x5 (25 pixels) take Winograd, on 4x4 (16 pixels) the GEMM.
+    ConvSpec half = c;
+    half.x = {1, 40, 5, 5};
+    for (Ctx ctx : kAllCtx) {
+      std::string kernel;
+      check_conv(rng, half, ctx, false, true, nullptr, &kernel);
+      CHECK(kernel == "f32_conv3x3_winograd_f2x2__6x2v");
+    }
+    ConvSpec small_map = c;
+    small_map.x = {1, 40, 4, 4};
+    for (const ConvSpec& g : {strided, dilated, narrow, wide, small_map}) {
       std::string kernel;
       check_conv(rng, g, Ctx::kSerial, false, true, nullptr, &kernel);
       CHECK(kernel == "f32_conv_gemm_6x2v__wrows");
