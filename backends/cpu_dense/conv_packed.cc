@@ -123,6 +123,7 @@ void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const f
     });
     return;
   }
+  if (addend && addend == y) throw PluginError("depthwise conv: the addend shares the output's memory");
   // The depthwise kernels add no addend themselves: with one, they run unclamped and a
   // pass over each plane adds it and clamps (one pass instead of the Add's and the
   // activation's).

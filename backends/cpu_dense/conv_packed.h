@@ -63,8 +63,13 @@ class ConvPacked {
     return gemm_.in_place ? "f32_conv_gemm_6x2v__wrows" : "f32_conv_gemm_6x2v";
   }
   size_t scratch_bytes(const kernels::ConvShape& s) const;
+  // Whether the addend may be y itself (y's memory reused for the output, holding the
+  // addend when run starts): the GEMM accumulates onto it, Winograd's output transform
+  // reads each element before writing it; the depthwise kernels write y first.
+  bool adds_onto_output() const { return !depthwise_; }
   // w: W as the run was given it (read when the GEMM weights are used in place).
-  // addend: null, or a tensor of y's shape added before the clamp (a fused residual Add).
+  // addend: null, or a tensor of y's shape added before the clamp (a fused residual Add);
+  // it may be y itself when adds_onto_output().
   void run(const RunContext& ctx, const kernels::ConvShape& s, const float* x, const float* w,
            float* y, const float* addend = nullptr) const;
   // Every later run clamps its outputs to [lo, hi] (a fused Relu / Clip).

@@ -463,8 +463,17 @@ Status Session::Impl::plan() {
     const auto& pk = kernels[order[s]];
     if (!pk) continue;
     int ip = pk->k.inplace_input;
-    if (ip < 0 || ip >= static_cast<int>(node.inputs.size()) || node.outputs.empty()) continue;
-    int32_t in = resolve(node.inputs[ip]), out = node.outputs[0];
+    if (node.outputs.empty()) continue;
+    int32_t in = -1, out = node.outputs[0];
+    if (ip == MN_INPLACE_ADDEND && addend_of[order[s]] >= 0) {
+      // Output 0 written into a fused Add's addend (ABI 1.5): only when the node does not
+      // also read that tensor as one of its own inputs, which it would find overwritten.
+      in = resolve(addend_of[order[s]]);
+      for (int32_t x : node.inputs)
+        if (resolve(x) == in) in = -1;
+    } else if (ip >= 0 && ip < static_cast<int>(node.inputs.size())) {
+      in = resolve(node.inputs[ip]);
+    }
     if (in >= 0 && request_of[in] >= 0 && request_of[out] >= 0 && st[in].dtype == st[out].dtype)
       reqs[request_of[out]].inplace_of = request_of[in];
   }

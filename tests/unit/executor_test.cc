@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include <minnow/minnow.h>
@@ -261,14 +262,17 @@ TEST_SUITE("executor") {
       b.add_node("Clip", {"a5", "lo", "hi"}, {"k5"}, {}, "clip5");
       b.add_node("Conv", {"k5", "w6"}, {"c6"}, {}, "conv6");
       // 9x9: K = 1296, two k-blocks or more on every target (AVX2 takes up to 1024), so
-      // partial sums would overwrite an addend sharing memory
+      // partial sums would overwrite an addend sharing memory; c6 is a graph output here
+      // (its own buffer: the sums stay in the unfused order, bit for bit; the addend's
+      // memory reused for the output is the next test's)
       b.add_node("Conv", {"k5", "w7"}, {"c7"}, {Attr::Ints("pads", {4, 4, 4, 4})}, "conv7");  // after conv6
       b.add_node("Add", {"c6", "c7"}, {"a6"}, {}, "add6");                      // fused into conv7 only
       b.add_node("Add", {"a6", "bc"}, {"a7"}, {}, "add7");                      // broadcast: not fused
       b.add_node("Add", {"a7", "a7"}, {"y"}, {}, "add8");                       // Add(y, y): not fused
       b.add_output("y");
+      b.add_output("c6");
       if (expose)
-        for (const char* t : {"c2", "c3", "c4", "c5", "c6", "c7", "a2", "a5"}) b.add_output(t);
+        for (const char* t : {"c2", "c3", "c4", "c5", "c7", "a2", "a5"}) b.add_output(t);
       return b.build().value();
     };
     auto fused = e->prepare(build(false)).value();
@@ -294,6 +298,77 @@ TEST_SUITE("executor") {
       for (int k = 0; k < 2; ++k)
         expect_same_output(*sf, *sp, {test::random_tensor({2, 16, 10, 37}, 60 + k), test::random_tensor({2, 16, 10, 37}, 70 + k)});
       CHECK(sf->profile().size() + 7 == sp->profile().size());  // 5 Adds, relu2, clip5
+    }
+  }
+
+  TEST_CASE("fused residual Add: the output reuses the addend's memory when the addend dies there") {
+    auto e = test::make_engine();
+    // x -> ca (1x1) ; cb = Conv(x) + ca -> y = Conv(cb). ca is read by nothing after cb,
+    // and is not cb's own input: cb's output goes into ca's memory (ABI 1.5,
+    // MN_INPLACE_ADDEND), so one tensor of the map's size is live at a time. Each kind of
+    // cb: 3x3 Winograd and 1x1 GEMM (one k-block: the sums as unfused, bit for bit), 9x9
+    // GEMM (K = 1296, several k-blocks: accumulated onto the addend, rounded otherwise),
+    // depthwise (writes its output before adding: never shares), and cb reading ca itself
+    // (never shares).
+    const Shape xs{2, 16, 9, 13};
+    const size_t map_bytes = size_t(2 * 16 * 9 * 13) * sizeof(float);
+    struct Case {
+      const char* what;
+      Shape wb;
+      std::vector<Attr> attrs;
+      bool cb_reads_ca, shares, exact;
+    };
+    const std::vector<Case> cases = {
+        {"winograd", {16, 16, 3, 3}, {Attr::Ints("pads", {1, 1, 1, 1})}, false, true, true},
+        {"1x1 gemm", {16, 16, 1, 1}, {}, false, true, true},
+        {"9x9 gemm, k-blocks", {16, 16, 9, 9}, {Attr::Ints("pads", {4, 4, 4, 4})}, false, true, false},
+        {"depthwise", {16, 1, 3, 3}, {Attr::Int("group", 16), Attr::Ints("pads", {1, 1, 1, 1})}, false, false, true},
+        {"reads the addend", {16, 16, 1, 1}, {}, true, false, true},
+    };
+    for (const Case& c : cases) {
+      auto build = [&](bool expose) {
+        ModelBuilder b("inplace_residual");
+        b.add_input("x", DataType::kFloat32, xs);
+        b.add_constant("wa", test::random_tensor({16, 16, 1, 1}, 1));
+        b.add_constant("wb", test::random_tensor(c.wb, 2));
+        b.add_constant("bb", test::random_tensor({16}, 3));
+        b.add_constant("wy", test::random_tensor({4, 16, 1, 1}, 4));
+        b.add_node("Conv", {"x", "wa"}, {"ca"}, {}, "conva");
+        b.add_node("Conv", {c.cb_reads_ca ? "ca" : "x", "wb", "bb"}, {"cb"}, c.attrs, "convb");
+        b.add_node("Add", {"cb", "ca"}, {"s"}, {}, "add");
+        b.add_node("Relu", {"s"}, {"r"}, {}, "relu");
+        b.add_node("Conv", {"r", "wy"}, {"y"}, {}, "convy");
+        b.add_output("y");
+        if (expose)
+          for (const char* t : {"ca", "cb", "s"}) b.add_output(t);
+        return b.build().value();
+      };
+      auto fused = e->prepare(build(false)).value();
+      auto plain = e->prepare(build(true)).value();
+      for (int threads : {1, 2}) {
+        SessionOptions so;
+        so.threads = threads;
+        auto sf = Session::create(fused, so).value();
+        auto sp = Session::create(plain, so).value();
+        const size_t arena = sf->memory().arena_bytes;
+        CHECK_MESSAGE((arena < 2 * map_bytes) == c.shares, c.what, ": arena ", arena);
+        for (int k = 0; k < 2; ++k) {
+          const Tensor x = test::random_tensor(xs, 80 + k);
+          auto a = sf->run({x});
+          auto b = sp->run({x});
+          REQUIRE_MESSAGE(a.is_ok(), a.status().message());
+          REQUIRE_MESSAGE(b.is_ok(), b.status().message());
+          const Tensor& ya = a.value()[0];
+          const Tensor& yb = b.value()[0];
+          REQUIRE(ya.shape() == yb.shape());
+          int mismatches = 0;
+          for (int64_t i = 0; i < ya.elements(); ++i) {
+            const float u = ya.data<float>()[i], v = yb.data<float>()[i];
+            mismatches += c.exact ? u != v : std::fabs(u - v) > 1e-5f * (1.0f + std::fabs(v));
+          }
+          CHECK_MESSAGE(mismatches == 0, c.what, " threads ", threads);
+        }
+      }
     }
   }
 

@@ -74,7 +74,10 @@ constexpr int kConvMaxSlots = 16;
 // Runs task `t` of the plan: y[N, M, P] for one (image, group, column block, row chunk).
 // `slot` has plan.slot_floats floats, used by this task alone. lo/hi: the output clamp.
 // `w_rows`: W [M, K] as given at run time, read when w.in_place (may be null otherwise).
-// `addend`: null, or [N, M, P] added to y before the clamp (a fused residual Add).
+// `addend`: null, or [N, M, P] added to y before the clamp (a fused residual Add). It may
+// be y itself (the residual's memory reused for the output): y's values are then the
+// addend; with one k-block (plan.kc >= K) the sums are the same as with the addend apart,
+// with several the GEMM accumulates onto it from the first k-block on (rounds otherwise).
 void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows,
                     const ConvPlan& p, int64_t t, const float* x, float* y, float* slot,
                     float lo, float hi, const float* addend = nullptr);

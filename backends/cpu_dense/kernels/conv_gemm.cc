@@ -245,7 +245,13 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
   const float* a = w.in_place ? w_rows + g * Mg * K : w.groups[size_t(g)].data.get();
   const float* xg = x + (n * s.C + g * Cg) * s.Pin();
   float* yg = y + (n * s.M + g * Mg) * P;
-  const float* rg = addend ? addend + (n * s.M + g * Mg) * P : nullptr;
+  // An addend that is y itself (its memory reused for the output) is already in C. With
+  // one k-block the epilogue reads it from C before storing there, as it would read it from
+  // elsewhere (same sums, same rounding). With several, the first k-block's partial sums
+  // would overwrite it before the last one adds it: every k-block accumulates onto it
+  // instead (beta 1; the addend is then summed first, a different rounding).
+  const bool onto_addend = addend == y && p.kc < K;
+  const float* rg = addend && !onto_addend ? addend + (n * s.M + g * Mg) * P : nullptr;
   const bool direct = s.pointwise();
   const bool windowed = window_applies(s);
   const bool subsampled = subsample_applies(s);
@@ -314,7 +320,7 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
     }
     Epilogue e;
     e.bias_per_row = true;
-    e.beta = k0 > 0 ? 1.0f : 0.0f;
+    e.beta = k0 > 0 || onto_addend ? 1.0f : 0.0f;
     const bool last = k0 + kc >= K;  // the last k-block finishes: addend, clamp
     if (last) {
       e.lo = lo;

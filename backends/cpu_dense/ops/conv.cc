@@ -46,6 +46,14 @@ class ConvKernel final : public OpKernel {
     return true;
   }
 
+  // A fused Add's addend may hold the output (ABI 1.5) on the GEMM and Winograd paths:
+  // the planner then reuses the addend's memory when nothing reads it afterwards
+  // (resnet's residual tensors: one buffer less, and the output is not fetched from
+  // memory before it is written).
+  int inplace_input() const override {
+    return fast_ && fast_->adds_onto_output() ? MN_INPLACE_ADDEND : -1;
+  }
+
   // A residual Add of the output (mn_kernel.fuse_add): the SIMD kernels add
   // inputs[input_index] as they write (before the clamp); the reference loop declines.
   bool fuse_add(int input_index) override {

@@ -25,10 +25,10 @@ extern "C" {
 #endif
 
 #define MINNOW_ABI_MAJOR 1
-#define MINNOW_ABI_MINOR 4 /* 1.1: mn_node.attr_strings; 1.2: run-time-sized outputs
+#define MINNOW_ABI_MINOR 5 /* 1.1: mn_node.attr_strings; 1.2: run-time-sized outputs
                               (mn_shape_ctx.set_output_bound, mn_run_ctx.set_output_dims),
                               mn_op_def.value_inputs; 1.3: mn_kernel.fuse_clamp;
-                              1.4: mn_kernel.fuse_add */
+                              1.4: mn_kernel.fuse_add; 1.5: MN_INPLACE_ADDEND */
 
 #if defined(_WIN32)
 #define MINNOW_PLUGIN_EXPORT __declspec(dllexport)
@@ -193,6 +193,9 @@ typedef struct mn_run_ctx {
   mn_status (*set_output_dims)(void* host, int32_t index, int32_t rank, const int64_t* dims);
 } mn_run_ctx;
 
+/* mn_kernel.inplace_input (1.5): output 0 may live in a fused Add's addend (fuse_add). */
+#define MN_INPLACE_ADDEND (-2)
+
 /* A prepared kernel for one node: made once per model (weights packed there), shared by
  * every session of that model, so `run` must not mutate `state`. */
 typedef struct mn_kernel {
@@ -205,7 +208,9 @@ typedef struct mn_kernel {
   size_t (*scratch_bytes)(void* state, const mn_tensor* inputs, int32_t num_inputs,
                           const mn_tensor* outputs, int32_t num_outputs);
   void (*destroy)(void* state);
-  /* Output 0 may share the memory of this input (element-wise in place), or -1. */
+  /* Output 0 may share the memory of this input (element-wise in place), or -1, or
+   * (1.5) MN_INPLACE_ADDEND: output 0 may share the memory of the addend a fused Add
+   * passes (fuse_add), and of no other input. */
   int32_t inplace_input;
   /* Estimated floating-point operations for these shapes (profiling); may be null. */
   double (*flops)(void* state, const mn_tensor* inputs, int32_t num_inputs,
@@ -221,7 +226,11 @@ typedef struct mn_kernel {
    * that is output 0's only consumer is then not run, and its output is this kernel's.
    * MN_OK: from now on every run passes that tensor as inputs[input_index] (input_index is
    * the node's own input count: it comes after them) and the kernel adds it; anything
-   * else: unchanged. The tensor never shares memory with output 0. */
+   * else: unchanged. The tensor shares memory with output 0 only when inplace_input is
+   * MN_INPLACE_ADDEND (1.5), the addend is not read after this node and is not one of its
+   * own inputs: inputs[input_index].data == outputs[0].data then, output 0 already holds
+   * the addend when run starts, and the kernel must read each element before it writes
+   * it (a GEMM accumulating onto output 0 does). Earlier hosts never share it. */
   mn_status (*fuse_add)(void* state, int32_t input_index);
 } mn_kernel;
 

@@ -168,15 +168,30 @@ void check_conv(std::mt19937& rng, const ConvCase& c, bool depthwise, bool clamp
       return;
     }
   } else {
+    // A fused residual addend, given apart from y or as y itself (y's memory reused for
+    // the output: y holds the addend when the run starts), added before the clamp.
+    std::vector<float> unclamped(want.size()), with_addend(want.size());
+    conv_ref(s, x.data(), w.data(), bias.data(), unclamped.data(), -kInf, kInf);
+    const std::vector<float> addend = randn(rng, want.size());
+    for (size_t i = 0; i < want.size(); ++i) with_addend[i] = std::min(std::max(unclamped[i] + addend[i], lo), hi);
     // W packed into panels and W read in place must both match.
     for (ConvPack how : {ConvPack::kPanels, ConvPack::kInPlace}) {
+      const std::string what = std::string(how == ConvPack::kPanels ? "conv_gemm " : "conv_gemm in place ") + describe(s);
       const ConvWeights cw = pack_conv_weights(w.data(), s.M, s.K(), s.group, bias.data(), how);
       const ConvPlan p = plan_conv(s, threads);
       std::vector<float> slot(size_t(p.slot_floats), kNaN);
       std::fill(got.begin(), got.end(), kNaN);
       for (int64_t t = 0; t < p.tasks; ++t)
         conv_gemm_task(s, cw, w.data(), p, t, x.data(), got.data(), slot.data(), lo, hi);
-      expect_close(got, want, std::string(how == ConvPack::kPanels ? "conv_gemm " : "conv_gemm in place ") + describe(s));
+      expect_close(got, want, what);
+      std::fill(got.begin(), got.end(), kNaN);
+      for (int64_t t = 0; t < p.tasks; ++t)
+        conv_gemm_task(s, cw, w.data(), p, t, x.data(), got.data(), slot.data(), lo, hi, addend.data());
+      expect_close(got, with_addend, what + " + addend");
+      got = addend;
+      for (int64_t t = 0; t < p.tasks; ++t)
+        conv_gemm_task(s, cw, w.data(), p, t, x.data(), got.data(), slot.data(), lo, hi, got.data());
+      expect_close(got, with_addend, what + " onto the addend in y");
     }
     return;
   }
@@ -345,6 +360,19 @@ TEST_CASE("Winograd F(2x2, 3x3) convolution matches the reference") {
             for (int64_t i = 0; i < s.P(); ++i) got[size_t((n * s.M + m) * s.P() + i)] += bias[size_t(m)];
       }
       expect_close(got, want, "winograd " + describe(s));
+      if (!clamp) continue;
+      // A fused residual addend in y's own memory (y holds it when the block runs).
+      std::vector<float> unclamped(want.size());
+      conv_ref(s, x.data(), w.data(), bias.data(), unclamped.data(), -kInf, kInf);
+      const std::vector<float> addend = randn(rng, want.size());
+      got = addend;
+      for (int64_t n = 0; n < s.N; ++n) {
+        winograd_pad_input(s, p, x.data() + n * s.C * s.Pin(), 0, s.C, xp.data());
+        float* yn = got.data() + n * s.M * s.P();
+        for (int64_t b = 0; b < p.blocks; ++b) winograd_block(s, ww, p, b, xp.data(), yn, slot.data(), lo, hi, yn);
+      }
+      for (size_t i = 0; i < want.size(); ++i) want[i] = std::min(std::max(unclamped[i] + addend[i], lo), hi);
+      expect_close(got, want, "winograd onto the addend in y " + describe(s));
     }
 }
 
