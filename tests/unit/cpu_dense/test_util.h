@@ -102,7 +102,7 @@ struct RunResult {
   mn_status status = MN_ERR_INTERNAL;  // of prepare, or of run if prepare succeeded
   std::string error;
   std::string kernel_name;
-  int inplace_input = -2;
+  int inplace_input = -100;  // until prepare reports it (-1, an input index, or MN_INPLACE_ADDEND)
   size_t chunks = 0;  // Ctx::kChunky: how many chunks parallel_for handed out
   bool ok() const { return bid_ok && status == MN_OK; }
 };
