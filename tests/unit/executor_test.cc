@@ -210,8 +210,10 @@ TEST_SUITE("executor") {
     for (int64_t i = 0; i < yp[0].elements(); ++i) CHECK(y2.value()[0].data<float>()[i] == yp[0].data<float>()[i]);
   }
 
-  // Runs both sessions on `inputs`; their first outputs must be the same, bit for bit.
-  void expect_same_output(Session& got, Session& want, const std::vector<Tensor>& inputs) {
+  // Runs both sessions on `inputs`; their first outputs must be the same, bit for bit, or
+  // within rel_tol * (1 + |want|) when rel_tol > 0.
+  void expect_same_output(Session& got, Session& want, const std::vector<Tensor>& inputs,
+                          float rel_tol = 0.0f, const std::string& what = "") {
     auto a = got.run(inputs);
     auto b = want.run(inputs);
     REQUIRE_MESSAGE(a.is_ok(), a.status().message());
@@ -220,8 +222,11 @@ TEST_SUITE("executor") {
     const Tensor& yb = b.value()[0];
     REQUIRE(ya.shape() == yb.shape());
     int mismatches = 0;
-    for (int64_t i = 0; i < ya.elements(); ++i) mismatches += ya.data<float>()[i] != yb.data<float>()[i];
-    CHECK(mismatches == 0);
+    for (int64_t i = 0; i < ya.elements(); ++i) {
+      const float u = ya.data<float>()[i], v = yb.data<float>()[i];
+      mismatches += rel_tol > 0.0f ? std::fabs(u - v) > rel_tol * (1.0f + std::fabs(v)) : u != v;
+    }
+    CHECK_MESSAGE(mismatches == 0, what);
   }
 
   TEST_CASE("residual Add (and the Relu after it) fused into the Conv before it: same outputs") {
@@ -352,22 +357,9 @@ TEST_SUITE("executor") {
         auto sp = Session::create(plain, so).value();
         const size_t arena = sf->memory().arena_bytes;
         CHECK_MESSAGE((arena < 2 * map_bytes) == c.shares, c.what, ": arena ", arena);
-        for (int k = 0; k < 2; ++k) {
-          const Tensor x = test::random_tensor(xs, 80 + k);
-          auto a = sf->run({x});
-          auto b = sp->run({x});
-          REQUIRE_MESSAGE(a.is_ok(), a.status().message());
-          REQUIRE_MESSAGE(b.is_ok(), b.status().message());
-          const Tensor& ya = a.value()[0];
-          const Tensor& yb = b.value()[0];
-          REQUIRE(ya.shape() == yb.shape());
-          int mismatches = 0;
-          for (int64_t i = 0; i < ya.elements(); ++i) {
-            const float u = ya.data<float>()[i], v = yb.data<float>()[i];
-            mismatches += c.exact ? u != v : std::fabs(u - v) > 1e-5f * (1.0f + std::fabs(v));
-          }
-          CHECK_MESSAGE(mismatches == 0, c.what, " threads ", threads);
-        }
+        for (int k = 0; k < 2; ++k)
+          expect_same_output(*sf, *sp, {test::random_tensor(xs, 80 + k)}, c.exact ? 0.0f : 1e-5f,
+                             std::string(c.what) + ", threads " + std::to_string(threads));
       }
     }
   }
