@@ -116,14 +116,21 @@ HWY_NOINLINE void RowImpl(const Tile& t, const Epilogue& e) {
   }
   const V c0 = hn::Add(hn::Add(p0, q0), hn::Add(r0, s0));
   const V c1 = hn::Add(hn::Add(p1, q1), hn::Add(r1, s1));
-  if (t.nr == 2 * L)
-    FinishRow<2>(d, c0, c1, 0, t, e, hn::Set(d, e.lo), hn::Set(d, e.hi));
-  else
-    FinishRowPartial(d, c0, c1, 0, t, e);
+  FinishTileRow<2>(d, c0, c1, 0, t, e, t.nr == 2 * L, hn::Set(d, e.lo), hn::Set(d, e.hi));
 }
 
 // Row i of a tile's A; rows beyond mr read row 0 again (always valid) and are never stored.
 HWY_INLINE const float* TileRow(const Tile& t, int i) { return t.a + (t.mr > i ? i : 0) * t.a_rs; }
+
+// One row's FMAs for one k: A's value a (broadcast) times the NV vectors of B's row.
+// (References, not arrays: SVE's sizeless vector types can be neither array elements nor
+// struct members.)
+template <int NV, class D, class V>
+HWY_INLINE void RowFma(D d, float a, V b0, V b1, V& c0, V& c1) {
+  const V av = hn::Set(d, a);
+  c0 = hn::MulAdd(av, b0, c0);
+  if (NV > 1) c1 = hn::MulAdd(av, b1, c1);
+}
 
 // A tile of NV (1 or 2) vectors of columns with the FMAs of its first R (2, 4, 6) rows
 // only. One vector: tails of at most NR / 2 columns (with 32-wide panels 13x13 maps leave
@@ -155,27 +162,15 @@ HWY_INLINE void TileRowsImpl(const Tile& t, const Epilogue& e) {
     const V b1 = NV > 1 ? hn::LoadU(d, b + L) : b0;  // one vector: B holds only NR / 2 here
     b += ldb;
     const int64_t o = k * acs;
-    V av = hn::Set(d, a0[o]);
-    c00 = hn::MulAdd(av, b0, c00);
-    if (NV > 1) c01 = hn::MulAdd(av, b1, c01);
-    av = hn::Set(d, a1[o]);
-    c10 = hn::MulAdd(av, b0, c10);
-    if (NV > 1) c11 = hn::MulAdd(av, b1, c11);
+    RowFma<NV>(d, a0[o], b0, b1, c00, c01);
+    RowFma<NV>(d, a1[o], b0, b1, c10, c11);
     if (R > 2) {
-      av = hn::Set(d, a2[o]);
-      c20 = hn::MulAdd(av, b0, c20);
-      if (NV > 1) c21 = hn::MulAdd(av, b1, c21);
-      av = hn::Set(d, a3[o]);
-      c30 = hn::MulAdd(av, b0, c30);
-      if (NV > 1) c31 = hn::MulAdd(av, b1, c31);
+      RowFma<NV>(d, a2[o], b0, b1, c20, c21);
+      RowFma<NV>(d, a3[o], b0, b1, c30, c31);
     }
     if (R > 4) {
-      av = hn::Set(d, a4[o]);
-      c40 = hn::MulAdd(av, b0, c40);
-      if (NV > 1) c41 = hn::MulAdd(av, b1, c41);
-      av = hn::Set(d, a5[o]);
-      c50 = hn::MulAdd(av, b0, c50);
-      if (NV > 1) c51 = hn::MulAdd(av, b1, c51);
+      RowFma<NV>(d, a4[o], b0, b1, c40, c41);
+      RowFma<NV>(d, a5[o], b0, b1, c50, c51);
     }
   }
   const bool full = t.nr == NV * L;

@@ -140,6 +140,16 @@ std::string describe(const ConvShape& s) {
   return r;
 }
 
+// The reference convolution with a residual addend added before the clamp.
+std::vector<float> conv_ref_with_addend(const ConvShape& s, const std::vector<float>& x, const std::vector<float>& w,
+                                        const std::vector<float>& bias, const std::vector<float>& addend, float lo,
+                                        float hi) {
+  std::vector<float> y(addend.size());
+  conv_ref(s, x.data(), w.data(), bias.data(), y.data(), -kInf, kInf);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = std::min(std::max(y[i] + addend[i], lo), hi);
+  return y;
+}
+
 // Runs one convolution through conv_gemm (all tasks, slots reused as one worker would)
 // or dwconv (when it applies and `depthwise`), and compares with conv_ref.
 void check_conv(std::mt19937& rng, const ConvCase& c, bool depthwise, bool clamp, int threads) {
@@ -170,10 +180,8 @@ void check_conv(std::mt19937& rng, const ConvCase& c, bool depthwise, bool clamp
   } else {
     // A fused residual addend, given apart from y or as y itself (y's memory reused for
     // the output: y holds the addend when the run starts), added before the clamp.
-    std::vector<float> unclamped(want.size()), with_addend(want.size());
-    conv_ref(s, x.data(), w.data(), bias.data(), unclamped.data(), -kInf, kInf);
     const std::vector<float> addend = randn(rng, want.size());
-    for (size_t i = 0; i < want.size(); ++i) with_addend[i] = std::min(std::max(unclamped[i] + addend[i], lo), hi);
+    const std::vector<float> with_addend = conv_ref_with_addend(s, x, w, bias, addend, lo, hi);
     // W packed into panels and W read in place must both match.
     for (ConvPack how : {ConvPack::kPanels, ConvPack::kInPlace}) {
       const std::string what = std::string(how == ConvPack::kPanels ? "conv_gemm " : "conv_gemm in place ") + describe(s);
@@ -362,8 +370,6 @@ TEST_CASE("Winograd F(2x2, 3x3) convolution matches the reference") {
       expect_close(got, want, "winograd " + describe(s));
       if (!clamp) continue;
       // A fused residual addend in y's own memory (y holds it when the block runs).
-      std::vector<float> unclamped(want.size());
-      conv_ref(s, x.data(), w.data(), bias.data(), unclamped.data(), -kInf, kInf);
       const std::vector<float> addend = randn(rng, want.size());
       got = addend;
       for (int64_t n = 0; n < s.N; ++n) {
@@ -371,8 +377,7 @@ TEST_CASE("Winograd F(2x2, 3x3) convolution matches the reference") {
         float* yn = got.data() + n * s.M * s.P();
         for (int64_t b = 0; b < p.blocks; ++b) winograd_block(s, ww, p, b, xp.data(), yn, slot.data(), lo, hi, yn);
       }
-      for (size_t i = 0; i < want.size(); ++i) want[i] = std::min(std::max(unclamped[i] + addend[i], lo), hi);
-      expect_close(got, want, "winograd onto the addend in y " + describe(s));
+      expect_close(got, conv_ref_with_addend(s, x, w, bias, addend, lo, hi), "winograd onto the addend in y " + describe(s));
     }
 }
 
