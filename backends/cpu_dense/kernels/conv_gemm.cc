@@ -156,7 +156,14 @@ ConvPlan plan_conv(const ConvShape& s, int threads) {
   // alternating runs (1 / 2 threads): 32 -> 16 at 112x112 0.80-0.84x / 0.75-0.77x the
   // time, 96 -> 24 at 56x56 0.82x / 0.83-0.88x, 144 -> 24 0.82-0.96x / 0.86-0.87x,
   // 64 -> 32 at 56x56 0.90x (2 threads); with 64 rows (256 -> 64 at 56x56) 1.11x.
-  if (nr == 16 && s.pointwise() && s.Mg() <= 32) {
+  // With 32-wide panels (AVX-512) only where X's rows fall on at most 4 set pairs (row
+  // strides a multiple of 1 KB: mobilenet_v2's 32 -> 16 at 112x112, whose 32-row
+  // strips filled all 8 ways of those sets): Zen 4, one layer, 101 alternating runs,
+  // 0.72-0.83x the time at 1 thread, 0.92x at 2; in the model (per-node minimums of 4
+  // alternating `--profile` runs) 302 -> 239 us at 1 thread, 132 -> 104 at 2. On 56x56
+  // maps (16 set pairs: 96 -> 24, 144 -> 24) the layer alone gained 0.85-0.93x at 1
+  // thread, but not at 2 (1.0-1.09x) nor in the model (1.08x), so they keep one k-block.
+  if ((nr == 16 || (nr >= 32 && l1_sets_of_rows(P) <= 4)) && s.pointwise() && s.Mg() <= 32) {
     const int64_t spread_kc = kSpreadRowsPerSet * l1_sets_of_rows(P);  // rows_spread's limit
     kchunks = std::max(kchunks, (K + spread_kc - 1) / spread_kc);
   }

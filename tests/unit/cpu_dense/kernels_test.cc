@@ -227,6 +227,9 @@ TEST_CASE("GEMM convolution matches the reference") {
       {1, 24, 10, 1, {1, 8, 16}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       {1, 40, 10, 1, {1, 8, 16}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       {1, 40, 40, 1, {1, 8, 16}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      // rows 1 KB apart (16x16: 4 L1 set pairs): K in blocks of 16 at NR 16 and 32 (three
+      // k-blocks, B in place), two images
+      {2, 40, 16, 1, {1, 16, 16}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       // 96 output channels over spread rows (14x14): in place with AVX2, copied elsewhere
       {1, 70, 96, 1, {1, 14, 14}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       // 1x1 with stride or padding (im2col path)
@@ -310,6 +313,23 @@ TEST_CASE("plan_conv widens column blocks for small K only, keeping 8 per thread
   CHECK(two.nc <= one.nc);
   s.C = 256;  // K = 256: a block of 8 panels is already over 64 KB
   CHECK(plan_conv(s, 1).nc == 8 * nr);
+}
+
+TEST_CASE("plan_conv splits K for pointwise convs whose X rows share few L1 sets") {
+  const int64_t nr = gemm_nr();
+  ConvShape s;  // 1x1, 32 -> 16 channels
+  s.C = 32;
+  s.M = 16;
+  s.in[1] = s.out[1] = 112;
+  s.in[2] = s.out[2] = 112;  // rows 49 KB apart: 4 set pairs
+  CHECK(plan_conv(s, 1).kc == (nr >= 16 ? 16 : 32));
+  s.M = 48;  // more output channels: the copy is amortised, one k-block
+  CHECK(plan_conv(s, 1).kc == 32);
+  s.M = 16;
+  s.in[1] = s.out[1] = s.in[2] = s.out[2] = 56;  // 16 set pairs: one k-block
+  CHECK(plan_conv(s, 1).kc == 32);
+  s.in[1] = s.out[1] = s.in[2] = s.out[2] = 55;  // rows start mid-line: spread
+  CHECK(plan_conv(s, 1).kc == 32);
 }
 
 TEST_CASE("plan_conv gives tails a little over half a panel to a half tile and dots") {
