@@ -3,8 +3,8 @@
 // row reads, for each patch element (i, j), consecutive floats of the padded input,
 // because its rows are stored split into even and odd columns (winograd_pad_input): tile
 // tw's columns 2tw, 2tw + 1, 2tw + 2, 2tw + 3 are even[tw], odd[tw], even[tw + 1],
-// odd[tw + 1]. Groups that straddle a tile row, and the block's last partial group, take
-// the scalar path (same arithmetic, one tile at a time).
+// odd[tw + 1]. Groups that straddle a tile row, and the block's last partial group, are
+// gathered / scattered lane by lane around the same vector arithmetic.
 // Arrays of vectors keep the transforms readable; the sizeless SVE vector types cannot
 // be array elements, so the SVE targets are left out here (NEON runs on those cores).
 #ifndef HWY_DISABLED_TARGETS
@@ -69,22 +69,31 @@ void InputImpl(const WinogradXform& x, const float* xp, float* V) {
         for (int e = 0; e < 16; ++e) hn::StoreU(out[e], d, v + e * vxi);
         continue;
       }
-      for (int64_t k = 0; k < L; ++k) {  // one tile at a time; lanes past the block: zeros
-        float out[16] = {};
-        if (l + k < x.count) {
-          const int64_t tk = t + k, thk = tk / TW, twk = tk % TW;
-          float dd[4][4];
-          for (int i = 0; i < 4; ++i) {
-            const float* r = xc + (2 * thk + i) * row + twk;
-            dd[i][0] = r[0];
-            dd[i][1] = r[odd];
-            dd[i][2] = r[1];
-            dd[i][3] = r[odd + 1];
-          }
-          InputTile(dd, out);
+      // A group across tile rows (or past the block's last tile): its patches gathered
+      // lane by lane (zeros past the block), then the same vector transform. (One tile at
+      // a time in scalars took 4.5 % of squeezenet1_1, whose 13x13 maps have 7 tiles a
+      // row, so no group of 8 lies in one.)
+      HWY_ALIGN float g[16][8];
+      for (int64_t k = 0; k < L; ++k) {
+        if (l + k >= x.count) {
+          for (int e = 0; e < 16; ++e) g[e][k] = 0.0f;
+          continue;
         }
-        for (int e = 0; e < 16; ++e) v[e * vxi + k] = out[e];
+        const int64_t tk = t + k, thk = tk / TW, twk = tk % TW;
+        for (int i = 0; i < 4; ++i) {
+          const float* r = xc + (2 * thk + i) * row + twk;
+          g[4 * i + 0][k] = r[0];
+          g[4 * i + 1][k] = r[odd];
+          g[4 * i + 2][k] = r[1];
+          g[4 * i + 3][k] = r[odd + 1];
+        }
       }
+      Vec dv[4][4];
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j) dv[i][j] = hn::LoadU(d, g[4 * i + j]);
+      Vec out[16];
+      InputTile(dv, out);
+      for (int e = 0; e < 16; ++e) hn::StoreU(out[e], d, v + e * vxi);
     }
   }
 }
@@ -118,11 +127,16 @@ void OutputImpl(const WinogradXform& x, const float* Mb, const float* bias, floa
     const float* mm = Mb + m * x.nt;
     for (int64_t l = 0; l < x.count; l += L) {
       const int64_t t = x.t0 + l, th = t / TW, tw = t % TW, oh = 2 * th, ow = 2 * tw;
+      // The transform by vectors always (the block's M matrices hold nt >= l + L lanes);
+      // stores interleaved when the group's tiles lie in one row and inside it, else
+      // tile by tile: groups across tile rows (all of them on 13x13 and 14x14 maps, 7
+      // tiles a row) and the right edge. (Scalar transforms there took 13 % of
+      // squeezenet1_1.) Same operations in the same order either way.
+      Vec r[16];
+      for (int e = 0; e < 16; ++e) r[e] = hn::LoadU(d, mm + e * mxi + l);
+      Vec yy[2][2];
+      OutputTile(r, yy);
       if (l + L <= x.count && tw + L <= TW && ow + 2 * L <= OW) {
-        Vec r[16];
-        for (int e = 0; e < 16; ++e) r[e] = hn::LoadU(d, mm + e * mxi + l);
-        Vec yy[2][2];
-        OutputTile(r, yy);
         for (int i = 0; i < 2 && oh + i < OH; ++i) {
           Vec y0 = hn::Add(yy[i][0], vb), y1 = hn::Add(yy[i][1], vb);
           if (rm) {  // a fused residual Add, laid out as y
@@ -137,17 +151,16 @@ void OutputImpl(const WinogradXform& x, const float* Mb, const float* bias, floa
         }
         continue;
       }
+      HWY_ALIGN float g[2][2][8];
+      for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 2; ++j) hn::StoreU(hn::Add(yy[i][j], vb), d, g[i][j]);
       for (int64_t k = 0; k < L && l + k < x.count; ++k) {
-        float r[16];
-        for (int e = 0; e < 16; ++e) r[e] = mm[e * mxi + l + k];
-        float yy[2][2];
-        OutputTile(r, yy);
         const int64_t tk = t + k, ohk = 2 * (tk / TW), owk = 2 * (tk % TW);
         for (int i = 0; i < 2 && ohk + i < OH; ++i) {
           float* yr = ym + (ohk + i) * OW + owk;
           const float* rr = rm ? rm + (ohk + i) * OW + owk : nullptr;
           for (int j = 0; j < 2 && owk + j < OW; ++j) {
-            float v = yy[i][j] + b;
+            float v = g[i][j][k];
             if (rr) v += rr[j];  // (no + 0.0f without an addend: -0.0 stays -0.0)
             yr[j] = std::min(std::max(v, lo), hi);
           }
