@@ -246,7 +246,7 @@ void window_block(const ConvShape& s, const float* win, int64_t c0, const Window
                   const WindowRuns& r, int64_t k0, int64_t kc, int64_t cols, int64_t nr,
                   float* dst, int32_t* boff) {
   const int64_t panels = (cols + nr - 1) / nr;
-  const int32_t *first = r.first, *lane = r.lane, *src = r.src, *len = r.len;
+  const int32_t *first = r.first, *src = r.src, *len = r.len;
   // Window offset of each B row's tap (channel c, tap kh, kw), then panel by panel: the
   // panel's kc x NR floats are written in order (one stream), each row one to three runs.
   const int64_t taps = s.taps(), KW = s.k[2];
@@ -274,14 +274,10 @@ void window_block(const ConvShape& s, const float* win, int64_t c0, const Window
         for (int64_t kk = 0; kk < kc; ++kk) std::memcpy(o + kk * 32, from + boff[kk], 32 * sizeof(float));
       continue;
     }
-    // Runs of a few floats: inline loops (a memcpy call per run cost more than the run;
-    // fixed-size copies of NR floats, overwritten in order, were no faster on the Xeon).
-    for (int64_t kk = 0; kk < kc; ++kk)
-      for (int32_t i = f; i < l; ++i) {
-        float* to = o + kk * nr + lane[i];
-        const float* from = win + boff[kk] + src[i];
-        for (int32_t j = 0; j < len[i]; ++j) to[j] = from[j];
-      }
+    // Runs of a few floats: vectors and a masked tail (a memcpy call per run cost more
+    // than the run; fixed-size copies of NR floats, overwritten in order, were no faster
+    // on the Xeon).
+    window_copy_runs(win, boff, kc, r, f, l, nr, o);
   }
 }
 

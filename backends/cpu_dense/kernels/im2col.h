@@ -52,6 +52,10 @@ WindowRuns window_runs(const ConvShape& s, const WindowGeom& g, int64_t j0, int6
 void window_block(const ConvShape& s, const float* win, int64_t c0, const WindowGeom& g,
                   const WindowRuns& r, int64_t k0, int64_t kc, int64_t cols, int64_t nr,
                   float* dst, int32_t* boff);
+// One panel of window_block whose rows are runs [first, last) of r: dst[kk * nr + lane]
+// from win + boff[kk] + src, for kk < kc (SIMD, kernels/f32_window_hwy.cc).
+void window_copy_runs(const float* win, const int32_t* boff, int64_t kc, const WindowRuns& r,
+                      int32_t first, int32_t last, int64_t nr, float* dst);
 
 }  // namespace kernels
 }  // namespace cpu_dense
