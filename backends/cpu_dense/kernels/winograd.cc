@@ -160,13 +160,15 @@ void winograd_block(const ConvShape& s, const WinogradWeights& w, const Winograd
       tile.a_cs = 1;
       tile.ldb = nr;
       tile.ldc = nt;
-      tile.nr = static_cast<int>(nr);
       Epilogue e;
       e.beta = k0 > 0 ? 1.0f : 0.0f;
       for (int64_t i0 = 0; i0 < M; i0 += kGemmMR) {
         tile.a = u + i0 * C + k0;
         tile.mr = static_cast<int>(std::min<int64_t>(kGemmMR, M - i0));
-        for (int64_t q = 0; q < panels; ++q) {
+        for (int64_t q = 0; q * nr < count; ++q) {
+          // A last panel of at most NR / 2 tiles: the one-vector tile (half the FMAs; the
+          // output transform reads M only up to `count` rounded up to its vectors).
+          tile.nr = static_cast<int>(count - q * nr <= nr / 2 ? nr / 2 : nr);
           tile.b = V + xi * vxi + (q * C + k0) * nr;
           tile.c = Mb + xi * mxi + i0 * nt + q * nr;
           gemm_tile(tile, e);
