@@ -99,8 +99,8 @@ WinogradPlan plan_winograd(const ConvShape& s) {
   const int64_t kchunks = (s.C + kMaxKC - 1) / kMaxKC;
   p.kc = (s.C + kchunks - 1) / kchunks;
   p.pad_floats = s.C * p.hp * p.wp;  // wp = 2 (tiles_w + 1): even and odd halves
-  // V [16][nt / nr][C][nr], M [16][M][nt].
-  p.slot_floats = 16 * winograd_stride(p.nt * s.C) + 16 * winograd_stride(s.M * p.nt);
+  // V [16][nt / nr][C][nr], M [16][M][nt], then the dot columns' transposed V (nr / 4 x C).
+  p.slot_floats = 16 * winograd_stride(p.nt * s.C) + 16 * winograd_stride(s.M * p.nt) + nr / 4 * s.C;
   return p;
 }
 
@@ -150,9 +150,21 @@ void winograd_block(const ConvShape& s, const WinogradWeights& w, const Winograd
   xf.v_stride = vxi;
   xf.m_stride = mxi;
   winograd_input_transform(xf, xp, V);
+  // The block's last panel of `rem` tiles: a two-vector tile, or the one-vector tile when
+  // rem <= NR / 2, or when rem is at most NR / 4 more than that, the one-vector tile and
+  // `dots` dot-product columns (as the im2col GEMM's half tails, plan_conv): maps of 7x7
+  // tiles (13x13, 14x14: 49 = 32 + 16 + 1 at NR 32) computed 64 columns for 49.
+  const int64_t last_q = (count - 1) / nr, rem = count - last_q * nr;
+  const int64_t dots = rem > nr / 2 && rem - nr / 2 <= nr / 4 ? rem - nr / 2 : 0;
+  float* bt = Mb + 16 * mxi;  // [dots][C]
   // 16 GEMMs: M_xi [M x nt] = U_xi [M x C] * V_xi [C x nt], k-blocks of kc channels.
   for (int xi = 0; xi < 16; ++xi) {
     const float* u = w.u.get() + int64_t(xi) * M * C;
+    if (dots > 0) {
+      const float* vq = V + xi * vxi + last_q * C * nr + nr / 2;
+      for (int64_t j = 0; j < dots; ++j)
+        for (int64_t k = 0; k < C; ++k) bt[j * C + k] = vq[k * nr + j];
+    }
     for (int64_t k0 = 0; k0 < C; k0 += p.kc) {
       Tile tile;
       tile.K = std::min(p.kc, C - k0);
@@ -166,13 +178,31 @@ void winograd_block(const ConvShape& s, const WinogradWeights& w, const Winograd
         tile.a = u + i0 * C + k0;
         tile.mr = static_cast<int>(std::min<int64_t>(kGemmMR, M - i0));
         for (int64_t q = 0; q * nr < count; ++q) {
-          // A last panel of at most NR / 2 tiles: the one-vector tile (half the FMAs; the
-          // output transform reads M only up to `count` rounded up to its vectors).
-          tile.nr = static_cast<int>(count - q * nr <= nr / 2 ? nr / 2 : nr);
+          // The one-vector tile has half the FMAs; the output transform reads M only up
+          // to `count` rounded up to its vectors.
+          tile.nr = static_cast<int>(q == last_q && (rem <= nr / 2 || dots > 0) ? nr / 2 : nr);
           tile.b = V + xi * vxi + (q * C + k0) * nr;
           tile.c = Mb + xi * mxi + i0 * nt + q * nr;
           gemm_tile(tile, e);
         }
+      }
+      // The dot columns of the last panel: pairs 4 rows at a time, a last single column 8.
+      DotTile dt;
+      dt.K = std::min(p.kc, C - k0);
+      dt.a_rs = C;
+      dt.ldbt = C;
+      dt.ldc = nt;
+      for (int64_t j = 0; j < dots;) {
+        dt.cols = dots - j >= 2 ? 2 : 1;
+        const int64_t step = dt.cols == 2 ? kDotMaxRows / 2 : kDotMaxRows;
+        dt.bt = bt + j * C + k0;
+        for (int64_t i0 = 0; i0 < M; i0 += step) {
+          dt.rows = static_cast<int>(std::min(step, M - i0));
+          dt.a = u + i0 * C + k0;
+          dt.c = Mb + xi * mxi + i0 * nt + last_q * nr + nr / 2 + j;
+          gemm_dot_tile(dt, e);
+        }
+        j += dt.cols;
       }
     }
   }
