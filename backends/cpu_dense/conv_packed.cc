@@ -169,6 +169,25 @@ void ConvPacked::run_winograd(const RunContext& ctx, const kernels::ConvShape& s
     float* yn = y + n * s.M * s.P();
     const float* rn = addend ? addend + n * s.M * s.P() : nullptr;
     const int64_t parts = scratch_slots(s.C, threads);
+    if (p.blocks == 1 && threads > 1) {
+      // One block (a small map, plan_winograd) shared by the workers: each pads and
+      // transforms a part of the input channels, then each computes a part of the output
+      // channels, reading only its rows of U.
+      float* slot = slot0;
+      ctx.parallel_for(size_t(parts), 1, [&](size_t a, size_t b) {
+        const int64_t c0 = s.C * int64_t(a) / parts, c1 = s.C * int64_t(b) / parts;
+        kernels::winograd_pad_input(s, p, xn, c0, c1, xp);
+        kernels::winograd_block_input(s, p, 0, xp, slot, c0, c1);
+      });
+      const int64_t panels = (s.M + kernels::kGemmMR - 1) / kernels::kGemmMR;
+      const int64_t mparts = std::min<int64_t>(panels, threads);
+      ctx.parallel_for(size_t(mparts), 1, [&](size_t a, size_t b) {
+        const int64_t m0 = std::min(s.M, panels * int64_t(a) / mparts * kernels::kGemmMR);
+        const int64_t m1 = std::min(s.M, panels * int64_t(b) / mparts * kernels::kGemmMR);
+        kernels::winograd_block_rows(s, winograd_, p, 0, yn, slot, lo, hi, rn, m0, m1);
+      });
+      continue;
+    }
     ctx.parallel_for(size_t(parts), 1, [&](size_t a, size_t b) {
       kernels::winograd_pad_input(s, p, xn, s.C * int64_t(a) / parts, s.C * int64_t(b) / parts, xp);
     });

@@ -49,7 +49,7 @@ void InputImpl(const WinogradXform& x, const float* xp, float* V) {
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   const int64_t TW = x.tiles_w, odd = TW + 1, row = 2 * (TW + 1), plane = x.hp * row;
   const int64_t vxi = x.v_stride;
-  for (int64_t c = 0; c < x.C; ++c) {
+  for (int64_t c = x.c_begin; c < x.c_end; ++c) {
     const float* xc = xp + c * plane;
     for (int64_t l = 0; l < x.nt; l += L) {
       float* v = V + ((l / x.nr) * x.C + c) * x.nr + l % x.nr;
@@ -119,7 +119,7 @@ void OutputImpl(const WinogradXform& x, const float* Mb, const float* bias, floa
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   const int64_t TW = x.tiles_w, OH = x.out_h, OW = x.out_w, mxi = x.m_stride;
   const Vec vlo = hn::Set(d, lo), vhi = hn::Set(d, hi);
-  for (int64_t m = 0; m < x.M; ++m) {
+  for (int64_t m = x.m_begin; m < x.m_end; ++m) {
     const float b = bias ? bias[m] : 0.0f;
     const Vec vb = hn::Set(d, b);
     float* ym = y + m * OH * OW;

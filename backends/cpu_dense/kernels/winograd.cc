@@ -77,9 +77,8 @@ constexpr int64_t kMaxKC = 256;  // as the im2col GEMM: a 6 x KC panel of U stay
 // columns, which only the deep layers need (they stream all of U once per block). Measured
 // on Zen 3, same process against the GEMM: 64 channels 56x56 1.71-1.77x at 256 KB,
 // 1.67-1.70x at 512 KB, 1.48-1.58x at 1 MB; 128 channels 28x28 1.46-1.68x, 1.56-1.62x,
-// 1.29-1.38x. 256 channels at 14x14 (49 tiles) take two blocks of one panel: on Zen 4 one
-// block of two panels was 0.92x the time at 1 thread (U read once), but 56x56 / 28x28
-// layers with twice the panels 1.06-1.16x, and one block leaves a second thread idle.
+// 1.29-1.38x. (56x56 / 28x28 layers with twice the panels: 1.06-1.16x on Zen 4.) Small
+// maps: one block, plan_winograd.
 constexpr int64_t kBlockBytes = 256 * 1024;
 constexpr int64_t kMaxBlockPanels = 16;
 }  // namespace
@@ -95,12 +94,20 @@ WinogradPlan plan_winograd(const ConvShape& s) {
   const int64_t per_tile = 16 * (s.C + s.M) * int64_t(sizeof(float));
   const int64_t panels = std::max<int64_t>(1, std::min(kMaxBlockPanels, kBlockBytes / (per_tile * nr)));
   p.nt = std::min(panels, (p.tiles + nr - 1) / nr) * nr;
+  // Maps of at most two panels of tiles (13x13, 14x14: 49 tiles at NR 32) in one block
+  // whatever its size: each block streams all of U (4 MB at 256 channels, from memory in
+  // a model), and with several workers they share the block by output channels
+  // (ConvPacked::run_winograd) instead of one taking 32 tiles and the other 17. Zen 4,
+  // per-node minimums of 6-8 alternating profiles: resnet18's 14x14 layers 0.86-0.90x the
+  // time at 1 thread, 0.92-0.93x at 2, resnet50's 0.90-0.96x / 0.91-0.98x, squeezenet1_1's
+  // 13x13 layers 0.89-0.93x at 2 threads, unchanged at 1.
+  if (p.tiles <= 2 * nr) p.nt = (p.tiles + nr - 1) / nr * nr;
   p.blocks = (p.tiles + p.nt - 1) / p.nt;
   const int64_t kchunks = (s.C + kMaxKC - 1) / kMaxKC;
   p.kc = (s.C + kchunks - 1) / kchunks;
   p.pad_floats = s.C * p.hp * p.wp;  // wp = 2 (tiles_w + 1): even and odd halves
-  // V [16][nt / nr][C][nr], M [16][M][nt], then the dot columns' transposed V (nr / 4 x C).
-  p.slot_floats = 16 * winograd_stride(p.nt * s.C) + 16 * winograd_stride(s.M * p.nt) + nr / 4 * s.C;
+  // V [16][nt / nr][C][nr], M [16][M][nt], then the dot columns' transposed V (16 x nr / 4 x C).
+  p.slot_floats = 16 * winograd_stride(p.nt * s.C) + 16 * winograd_stride(s.M * p.nt) + 16 * (nr / 4) * s.C;
   return p;
 }
 
@@ -127,44 +134,73 @@ void winograd_pad_input(const ConvShape& s, const WinogradPlan& p, const float* 
     }
 }
 
-void winograd_block(const ConvShape& s, const WinogradWeights& w, const WinogradPlan& p,
-                    int64_t b, const float* xp, float* y, float* slot, float lo, float hi,
-                    const float* addend) {
-  const int64_t nr = gemm_nr(), C = s.C, M = s.M, nt = p.nt, panels = nt / nr;
-  const int64_t t0 = b * nt, count = std::min(nt, p.tiles - t0);
-  const int64_t vxi = winograd_stride(nt * C), mxi = winograd_stride(M * nt);
-  float* V = slot;              // [16][panels][C][nr]
-  float* Mb = slot + 16 * vxi;  // [16][M][nt]
+namespace {
+
+// A block's geometry: its matrices in the slot, the transforms' view, and the last
+// panel's split. The last panel of `rem` tiles is a two-vector tile, or the one-vector
+// tile when rem <= NR / 2, or when rem is at most NR / 4 more than that, the one-vector
+// tile and `dots` dot-product columns (as the im2col GEMM's half tails, plan_conv): maps
+// of 7x7 tiles (13x13, 14x14: 49 = 32 + 16 + 1 at NR 32) computed 64 columns for 49.
+struct BlockView {
   WinogradXform xf;
-  xf.C = C;
-  xf.M = M;
+  float *V, *Mb, *bt;  // V [16][panels][C][nr], M [16][M][nt], bt [16][dots][C]
+  int64_t last_q, rem, dots;
+};
+
+BlockView block_view(const ConvShape& s, const WinogradPlan& p, int64_t b, float* slot) {
+  BlockView v;
+  const int64_t nr = gemm_nr(), nt = p.nt;
+  WinogradXform& xf = v.xf;
+  xf.C = s.C;
+  xf.M = s.M;
   xf.hp = p.hp;
   xf.tiles_w = p.tiles_w;
   xf.out_h = s.out[1];
   xf.out_w = s.out[2];
-  xf.t0 = t0;
-  xf.count = count;
+  xf.t0 = b * nt;
+  xf.count = std::min(nt, p.tiles - xf.t0);
   xf.nt = nt;
   xf.nr = nr;
-  xf.panels = panels;
-  xf.v_stride = vxi;
-  xf.m_stride = mxi;
-  winograd_input_transform(xf, xp, V);
-  // The block's last panel of `rem` tiles: a two-vector tile, or the one-vector tile when
-  // rem <= NR / 2, or when rem is at most NR / 4 more than that, the one-vector tile and
-  // `dots` dot-product columns (as the im2col GEMM's half tails, plan_conv): maps of 7x7
-  // tiles (13x13, 14x14: 49 = 32 + 16 + 1 at NR 32) computed 64 columns for 49.
-  const int64_t last_q = (count - 1) / nr, rem = count - last_q * nr;
-  const int64_t dots = rem > nr / 2 && rem - nr / 2 <= nr / 4 ? rem - nr / 2 : 0;
-  float* bt = Mb + 16 * mxi;  // [dots][C]
+  xf.panels = nt / nr;
+  xf.v_stride = winograd_stride(nt * s.C);
+  xf.m_stride = winograd_stride(s.M * nt);
+  v.V = slot;
+  v.Mb = slot + 16 * xf.v_stride;
+  v.bt = v.Mb + 16 * xf.m_stride;
+  v.last_q = (xf.count - 1) / nr;
+  v.rem = xf.count - v.last_q * nr;
+  v.dots = v.rem > nr / 2 && v.rem - nr / 2 <= nr / 4 ? v.rem - nr / 2 : 0;
+  return v;
+}
+
+}  // namespace
+
+void winograd_block_input(const ConvShape& s, const WinogradPlan& p, int64_t b, const float* xp,
+                          float* slot, int64_t c0, int64_t c1) {
+  BlockView v = block_view(s, p, b, slot);
+  v.xf.c_begin = c0;
+  v.xf.c_end = c1;
+  winograd_input_transform(v.xf, xp, v.V);
+  // The dot columns' B, transposed: bt[xi][j][c] = V_xi[c][last panel, NR / 2 + j].
+  const int64_t nr = v.xf.nr, C = s.C;
+  for (int xi = 0; xi < 16 && v.dots > 0; ++xi) {
+    const float* vq = v.V + xi * v.xf.v_stride + v.last_q * C * nr + nr / 2;
+    float* bx = v.bt + xi * v.dots * C;
+    for (int64_t j = 0; j < v.dots; ++j)
+      for (int64_t k = c0; k < c1; ++k) bx[j * C + k] = vq[k * nr + j];
+  }
+}
+
+void winograd_block_rows(const ConvShape& s, const WinogradWeights& w, const WinogradPlan& p,
+                         int64_t b, float* y, float* slot, float lo, float hi, const float* addend,
+                         int64_t m0, int64_t m1) {
+  BlockView v = block_view(s, p, b, slot);
+  const int64_t nr = v.xf.nr, C = s.C, M = s.M, nt = p.nt, count = v.xf.count;
+  const int64_t vxi = v.xf.v_stride, mxi = v.xf.m_stride;
   // 16 GEMMs: M_xi [M x nt] = U_xi [M x C] * V_xi [C x nt], k-blocks of kc channels.
   for (int xi = 0; xi < 16; ++xi) {
     const float* u = w.u.get() + int64_t(xi) * M * C;
-    if (dots > 0) {
-      const float* vq = V + xi * vxi + last_q * C * nr + nr / 2;
-      for (int64_t j = 0; j < dots; ++j)
-        for (int64_t k = 0; k < C; ++k) bt[j * C + k] = vq[k * nr + j];
-    }
+    const float* bx = v.bt + xi * v.dots * C;
     for (int64_t k0 = 0; k0 < C; k0 += p.kc) {
       Tile tile;
       tile.K = std::min(p.kc, C - k0);
@@ -174,15 +210,15 @@ void winograd_block(const ConvShape& s, const WinogradWeights& w, const Winograd
       tile.ldc = nt;
       Epilogue e;
       e.beta = k0 > 0 ? 1.0f : 0.0f;
-      for (int64_t i0 = 0; i0 < M; i0 += kGemmMR) {
+      for (int64_t i0 = m0; i0 < m1; i0 += kGemmMR) {
         tile.a = u + i0 * C + k0;
-        tile.mr = static_cast<int>(std::min<int64_t>(kGemmMR, M - i0));
+        tile.mr = static_cast<int>(std::min<int64_t>(kGemmMR, m1 - i0));
         for (int64_t q = 0; q * nr < count; ++q) {
           // The one-vector tile has half the FMAs; the output transform reads M only up
           // to `count` rounded up to its vectors.
-          tile.nr = static_cast<int>(q == last_q && (rem <= nr / 2 || dots > 0) ? nr / 2 : nr);
-          tile.b = V + xi * vxi + (q * C + k0) * nr;
-          tile.c = Mb + xi * mxi + i0 * nt + q * nr;
+          tile.nr = static_cast<int>(q == v.last_q && (v.rem <= nr / 2 || v.dots > 0) ? nr / 2 : nr);
+          tile.b = v.V + xi * vxi + (q * C + k0) * nr;
+          tile.c = v.Mb + xi * mxi + i0 * nt + q * nr;
           gemm_tile(tile, e);
         }
       }
@@ -192,21 +228,30 @@ void winograd_block(const ConvShape& s, const WinogradWeights& w, const Winograd
       dt.a_rs = C;
       dt.ldbt = C;
       dt.ldc = nt;
-      for (int64_t j = 0; j < dots;) {
-        dt.cols = dots - j >= 2 ? 2 : 1;
+      for (int64_t j = 0; j < v.dots;) {
+        dt.cols = v.dots - j >= 2 ? 2 : 1;
         const int64_t step = dt.cols == 2 ? kDotMaxRows / 2 : kDotMaxRows;
-        dt.bt = bt + j * C + k0;
-        for (int64_t i0 = 0; i0 < M; i0 += step) {
-          dt.rows = static_cast<int>(std::min(step, M - i0));
+        dt.bt = bx + j * C + k0;
+        for (int64_t i0 = m0; i0 < m1; i0 += step) {
+          dt.rows = static_cast<int>(std::min(step, m1 - i0));
           dt.a = u + i0 * C + k0;
-          dt.c = Mb + xi * mxi + i0 * nt + last_q * nr + nr / 2 + j;
+          dt.c = v.Mb + xi * mxi + i0 * nt + v.last_q * nr + nr / 2 + j;
           gemm_dot_tile(dt, e);
         }
         j += dt.cols;
       }
     }
   }
-  winograd_output_transform(xf, Mb, w.bias.get(), lo, hi, y, addend);
+  v.xf.m_begin = m0;
+  v.xf.m_end = m1;
+  winograd_output_transform(v.xf, v.Mb, w.bias.get(), lo, hi, y, addend);
+}
+
+void winograd_block(const ConvShape& s, const WinogradWeights& w, const WinogradPlan& p,
+                    int64_t b, const float* xp, float* y, float* slot, float lo, float hi,
+                    const float* addend) {
+  winograd_block_input(s, p, b, xp, slot, 0, s.C);
+  winograd_block_rows(s, w, p, b, y, slot, lo, hi, addend, 0, s.M);
 }
 
 }  // namespace kernels

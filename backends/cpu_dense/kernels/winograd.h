@@ -60,14 +60,18 @@ struct WinogradXform {
   int64_t t0 = 0, count = 0;          // the block's first tile and its number of tiles
   int64_t nt = 0, nr = 0, panels = 0;  // lanes (tiles) per block, per panel; nt / nr
   int64_t v_stride = 0, m_stride = 0;  // floats from one xi's V (M) matrix to the next
+  int64_t c_begin = 0, c_end = 0;      // input channels the input transform does
+  int64_t m_begin = 0, m_end = 0;      // output channels the output transform does
 };
 // The 16 matrices of a block are laid 64 bytes further apart than their size: at sizes of
 // a multiple of 4 KB the transforms' 16 loads or stores per tile all fell into one L1
 // set (the input transform took 16 ns per tile and channel instead of ~3).
 inline int64_t winograd_stride(int64_t floats) { return floats + 16; }
-// V [16][panels][C][nr] (xi apart by v_stride) = B^T d B of the block's tiles (zeros in lanes past `count`).
+// V [16][panels][C][nr] (xi apart by v_stride) = B^T d B of the block's tiles (zeros in
+// lanes past `count`), for input channels [c_begin, c_end).
 void winograd_input_transform(const WinogradXform& x, const float* xp, float* v);
-// y (M x OH x OW) = A^T M A + bias, clamped, from M [16][M][nt] (xi apart by m_stride); bias [M] or null.
+// y (M x OH x OW) = A^T M A + bias, clamped, from M [16][M][nt] (xi apart by m_stride),
+// output channels [m_begin, m_end); bias [M] or null.
 void winograd_output_transform(const WinogradXform& x, const float* m, const float* bias,
                                float lo, float hi, float* y, const float* addend = nullptr);
 
@@ -76,6 +80,15 @@ void winograd_output_transform(const WinogradXform& x, const float* m, const flo
 void winograd_block(const ConvShape& s, const WinogradWeights& w, const WinogradPlan& p,
                     int64_t b, const float* xp, float* y, float* slot, float lo, float hi,
                     const float* addend = nullptr);
+// winograd_block in two phases, so that workers can share one block (plan_winograd's
+// single block of a small map): the input transform of input channels [c0, c1) into the
+// slot, then, once every channel is in, the GEMMs and output transform of output channels
+// [m0, m1) (m0 a multiple of kGemmMR). Calls on disjoint ranges may run concurrently.
+void winograd_block_input(const ConvShape& s, const WinogradPlan& p, int64_t b, const float* xp,
+                          float* slot, int64_t c0, int64_t c1);
+void winograd_block_rows(const ConvShape& s, const WinogradWeights& w, const WinogradPlan& p,
+                         int64_t b, float* y, float* slot, float lo, float hi, const float* addend,
+                         int64_t m0, int64_t m1);
 
 }  // namespace kernels
 }  // namespace cpu_dense

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -387,6 +388,28 @@ TEST_CASE("Winograd F(2x2, 3x3) convolution matches the reference") {
         winograd_pad_input(s, p, x.data() + n * s.C * s.Pin(), s.C / 2, s.C, xp.data());
         for (int64_t b = p.blocks - 1; b >= 0; --b)
           winograd_block(s, ww, p, b, xp.data(), got.data() + n * s.M * s.P(), slot.data(), lo, hi);
+        // The same block in phases, as workers sharing one block run it (input channels
+        // in two parts, then output channels in two parts split at a row panel): the
+        // same arithmetic, the same floats.
+        if (p.blocks == 1) {
+          std::vector<float> phased(size_t(s.M * s.P()), kNaN), slot2(slot.size(), kNaN);
+          const int64_t msplit = std::min(s.M, (s.M / 2 + kGemmMR - 1) / kGemmMR * kGemmMR);
+          const int64_t nr = gemm_nr(), vxi = winograd_stride(p.nt * s.C);
+          winograd_block_input(s, p, 0, xp.data(), slot2.data(), s.C / 2, s.C);
+          // A part leaves the other channels' V alone (workers run parts concurrently).
+          for (int64_t e = 0; e < 16; ++e)
+            for (int64_t q = 0; q < p.nt / nr; ++q)
+              for (int64_t c = 0; c < s.C / 2; ++c)
+                for (int64_t l = 0; l < nr; ++l)
+                  REQUIRE(std::isnan(slot2[size_t(e * vxi + (q * s.C + c) * nr + l)]));
+          winograd_block_input(s, p, 0, xp.data(), slot2.data(), 0, s.C / 2);
+          winograd_block_rows(s, ww, p, 0, phased.data(), slot2.data(), lo, hi, nullptr, msplit, s.M);
+          for (int64_t i = 0; i < msplit * s.P(); ++i) REQUIRE(std::isnan(phased[size_t(i)]));
+          winograd_block_rows(s, ww, p, 0, phased.data(), slot2.data(), lo, hi, nullptr, 0, msplit);
+          for (size_t i = 0; i < phased.size(); ++i)
+            REQUIRE_MESSAGE(std::memcmp(&phased[i], &got[size_t(n * s.M * s.P()) + i], sizeof(float)) == 0,
+                            "phased block differs at " << i << ", " << describe(s));
+        }
       }
       if (!clamp) {  // packed without the bias: add it to the reference's comparison
         for (int64_t n = 0; n < s.N; ++n)
