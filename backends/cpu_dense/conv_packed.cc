@@ -47,6 +47,7 @@ kernels::ConvShape conv_shape(const Axis ax[kMaxSpatial], int64_t N, int64_t C, 
 // prepared weights for resnet18, +25 MB for resnet50). At 512 channels 7x7 (49 pixels: 16
 // tiles for a 8x8 map, a third of them padding) it is 1.43-1.55x slower.
 constexpr int64_t kWinogradMinChannels = 16;
+constexpr int64_t kSharedAlignFloats = 16;  // the shared B starts on a cache line
 bool ConvPacked::winograd_pays(int64_t pixels, int64_t channels) { return 2 * pixels >= channels; }
 
 ConvPacked::ConvPacked(const float* w, int64_t M, int64_t Cg, int64_t taps, int64_t group,
@@ -107,7 +108,13 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s) const {
   const int64_t nr = kernels::gemm_nr();
   const int64_t max_tasks = s.N * s.group * ((s.P() + nr - 1) / nr) *
                             ((s.Mg() + kernels::kGemmMR - 1) / kernels::kGemmMR);
-  return size_t(std::min<int64_t>(max_tasks, kernels::kConvMaxSlots)) * size_t(p.slot_floats) *
+  // A shared B (plan_conv with several workers), after the slots: the most any thread
+  // count up to kConvMaxSlots asks (a run with more workers and no room runs without).
+  int64_t shared = 0;
+  for (int t = 2; t <= kernels::kConvMaxSlots; ++t)
+    shared = std::max(shared, kernels::plan_conv(s, t).shared_b_floats);
+  return size_t(std::min<int64_t>(max_tasks, kernels::kConvMaxSlots) * p.slot_floats +
+                (shared > 0 ? shared + kSharedAlignFloats : 0)) *
          sizeof(float);
 }
 
@@ -118,6 +125,25 @@ void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const f
   if (!depthwise_) {
     const float lo = lo_, hi = hi_;
     const kernels::ConvPlan p = kernels::plan_conv(s, threads);
+    if (p.shared_b_floats > 0) {
+      // B built once, its k-blocks over the workers, at the end of the scratch (the slots
+      // are at its start), then every row chunk reads it.
+      auto slots = [&](int64_t count) {
+        return std::min(scratch_slots(count, threads), max_scratch_slots(count, p.slot_floats));
+      };
+      const int64_t total = int64_t(ctx.scratch_size() / sizeof(float));
+      const int64_t at = (total - p.shared_b_floats) / kSharedAlignFloats * kSharedAlignFloats;
+      if (at >= std::max(slots(p.k_blocks), slots(p.tasks)) * p.slot_floats) {
+        float* shared = static_cast<float*>(ctx.scratch()) + at;
+        run_in_slots(ctx, p.k_blocks, p.slot_floats, "conv", [&](int64_t kb, float* slot) {
+          kernels::conv_gemm_build_b(s, gemm_, p, kb, x, shared, slot);
+        });
+        run_in_slots(ctx, p.tasks, p.slot_floats, "conv", [&](int64_t t, float* slot) {
+          kernels::conv_gemm_task(s, gemm_, w_rows, p, t, x, y, slot, lo, hi, addend, shared);
+        });
+        return;
+      }
+    }
     run_in_slots(ctx, p.tasks, p.slot_floats, "conv", [&](int64_t t, float* slot) {
       kernels::conv_gemm_task(s, gemm_, w_rows, p, t, x, y, slot, lo, hi, addend);
     });

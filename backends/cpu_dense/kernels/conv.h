@@ -65,6 +65,10 @@ struct ConvPlan {
   // Pixels past the last whole NR panel (P % NR) when they go as dot products (gemm.h,
   // DotTile; W read in place only), else 0; their B columns sit at slot + dot_off.
   int64_t dot_cols = 0, dot_off = 0;
+  // With shared_b_floats > 0 the tasks share one B (one column block in several row
+  // chunks): k_blocks blocks of shared_block floats (panels, then the dot columns at
+  // shared_dot_off), built by conv_gemm_build_b before the tasks run on it.
+  int64_t shared_b_floats = 0, shared_block = 0, shared_dot_off = 0, k_blocks = 0;
 };
 // `threads`: how many workers will take tasks (more row chunks when columns are few).
 ConvPlan plan_conv(const ConvShape& s, int threads);
@@ -78,9 +82,16 @@ constexpr int kConvMaxSlots = 16;
 // be y itself (the residual's memory reused for the output): y's values are then the
 // addend; with one k-block (plan.kc >= K) the sums are the same as with the addend apart,
 // with several the GEMM accumulates onto it from the first k-block on (rounds otherwise).
+// `shared_b`: null, or the plan's shared B (plan.shared_b_floats > 0), every k-block built.
 void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows,
                     const ConvPlan& p, int64_t t, const float* x, float* y, float* slot,
-                    float lo, float hi, const float* addend = nullptr);
+                    float lo, float hi, const float* addend = nullptr,
+                    const float* shared_b = nullptr);
+// Builds k-block kb (< plan.k_blocks) of the shared B into shared_b (plan.shared_b_floats
+// floats); slot (plan.slot_floats) holds its tables. Calls for different kb may run
+// concurrently.
+void conv_gemm_build_b(const ConvShape& s, const ConvWeights& w, const ConvPlan& p, int64_t kb,
+                       const float* x, float* shared_b, float* slot);
 
 // ---- Depthwise ----------------------------------------------------------------------
 // Applies when group == C (Cg == 1) and the D axis is trivial (k[0] == 1, in[0] == 1).

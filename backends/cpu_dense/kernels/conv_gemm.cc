@@ -227,12 +227,28 @@ ConvPlan plan_conv(const ConvShape& s, int threads) {
     p.dot_off = p.slot_floats;
     p.slot_floats += p.dot_cols * p.kc;
   }
+  // One column block split into row chunks (small maps on several threads: resnet's 7x7
+  // layers) had every chunk build the same B: built once instead, its k-blocks spread
+  // over the workers (conv_gemm_build_b), then read by all chunks. Zen 4, 2 threads,
+  // per-node minimums of alternating profiles: see ConvPacked::run.
+  if (p.m_chunks > 1 && images * p.col_blocks == 1 && !s.pointwise()) {
+    const int64_t cols = (std::min(P, p.nc) + nr - 1) / nr * nr;
+    p.shared_dot_off = p.kc * cols;
+    p.shared_block = p.shared_dot_off + p.dot_cols * p.kc;
+    p.k_blocks = (K + p.kc - 1) / p.kc;
+    p.shared_b_floats = p.k_blocks * p.shared_block;
+  }
   return p;
 }
 
-void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows,
-                    const ConvPlan& p, int64_t t, const float* x, float* y, float* slot,
-                    float lo, float hi, const float* addend) {
+namespace {
+
+// conv_gemm_task, or with build_kb >= 0 (conv_gemm_build_b) only k-block build_kb's B
+// built into shared_b. shared_b: null (B built in the slot), or the run's shared B blocks
+// (plan.shared_b_floats), read instead of built.
+void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, const ConvPlan& p,
+               int64_t t, const float* x, float* y, float* slot, float lo, float hi,
+               const float* addend, float* shared_b, int64_t build_kb) {
   // Column blocks vary fastest: the workers take contiguous runs of tasks (run_in_slots),
   // and with the row chunk fastest a run of two tasks was one column block's two chunks,
   // so with a narrow last block one worker got both wide tasks and the other both narrow
@@ -269,8 +285,13 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
                                                  reinterpret_cast<int32_t*>(slot + p.kc * p.nc))
                                    : WindowRuns{};
 
-  for (int64_t k0 = 0; k0 < K; k0 += p.kc) {
+  const bool build_only = build_kb >= 0;
+  for (int64_t k0 = build_only ? build_kb * p.kc : 0; k0 < K; k0 += p.kc) {
     const int64_t kc = std::min(p.kc, K - k0);
+    // Where this k-block's B panels and dot columns are: the slot, or the shared blocks.
+    float* bb = shared_b ? shared_b + k0 / p.kc * p.shared_block : slot;
+    float* bt = shared_b ? bb + p.shared_dot_off : slot + p.dot_off;
+    const bool build = !shared_b || build_only;
     // B in panel layout, [NR-column panel][kc][NR]: each tile reads one contiguous,
     // aligned kc x NR strip. (Reading a 1x1 conv's X in place was measured slower: its rows
     // start mid cache line, and power-of-two row strides map a strip onto a few L1 sets.)
@@ -293,11 +314,13 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
     const bool b_in_place =
         direct && ((nr >= 32 && Mg <= 64) || (nr == 16 && Mg <= 96 && rows_spread(P, kc)));
     const int64_t whole_cols = cols / nr * nr;  // in place: the panels of NR whole columns
-    if (direct) {
+    if (!build) {
+      // Built by conv_gemm_build_b.
+    } else if (direct) {
       for (int64_t kk = 0; kk < kc; ++kk) {
         const float* src = xg + (k0 + kk) * P + j0;
         for (int64_t jq = b_in_place ? whole_cols : 0; jq < cols; jq += nr) {
-          float* o = slot + jq * kc + kk * nr;
+          float* o = bb + jq * kc + kk * nr;
           // memcpy, not a loop: this file is built for the baseline ISA, where the loop
           // became 16-byte SSE moves (2 % of mobilenet_v2's time); glibc's memcpy uses
           // the CPU's widest moves.
@@ -305,28 +328,28 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
         }
       }
     } else if (subsampled) {
-      subsample_block(s, xg, sub_tab, k0, kc, cols, nr, slot);
+      subsample_block(s, xg, sub_tab, k0, kc, cols, nr, bb);
     } else if (windowed) {
       const int64_t taps = s.taps(), c0 = k0 / taps, c1 = (k0 + kc - 1) / taps + 1;
       int32_t* boff = reinterpret_cast<int32_t*>(slot + p.kc * p.nc + 4 * p.nc);
       float* win = slot + p.kc * p.nc + 4 * p.nc + p.kc;
       window_rows(s, xg, c0, c1, wg, win);
-      window_block(s, win, c0, wg, runs, k0, kc, cols, nr, slot, boff);
+      window_block(s, win, c0, wg, runs, k0, kc, cols, nr, bb, boff);
     } else {
-      im2col_block(s, xg, k0, kc, j0, cols, nr, slot,
+      im2col_block(s, xg, k0, kc, j0, cols, nr, bb,
                    reinterpret_cast<int32_t*>(slot + p.kc * p.nc));
     }
     // The tail pixels' B columns, transposed for the dot tiles: bt[j][kk].
     const bool dot_tail = w.in_place && p.dot_cols > 0 && j1 == P;
     const int64_t full_cols = dot_tail ? cols - p.dot_cols : cols;
-    float* bt = slot + p.dot_off;
-    if (dot_tail) {
+    if (dot_tail && build) {
       // The last panel, [kc][nr]; the dot columns start `off` into it (past a half tile).
       const int64_t pq = full_cols / nr * nr, off = full_cols - pq;
-      const float* panel = slot + pq * kc;
+      const float* panel = bb + pq * kc;
       for (int64_t j = 0; j < p.dot_cols; ++j)
         for (int64_t kk = 0; kk < kc; ++kk) bt[j * kc + kk] = panel[kk * nr + off + j];
     }
+    if (build_only) return;
     Epilogue e;
     e.bias_per_row = true;
     e.beta = k0 > 0 || onto_addend ? 1.0f : 0.0f;
@@ -356,7 +379,7 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
     int64_t dot_r0 = pi0 * kGemmMR;  // first row the dot tiles have not done yet
     for (int64_t pb = pi0; pb < pi1; pb += mcp) {
       for (int64_t jq = 0; jq < full_cols; jq += nr) {
-        tile.b = slot + jq * kc;  // panel q starts at q * kc * NR
+        tile.b = bb + jq * kc;  // panel q starts at q * kc * NR
         tile.ldb = nr;
         if (b_in_place && jq < whole_cols) {
           tile.b = xg + k0 * P + j0 + jq;
@@ -419,6 +442,19 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
       }
     }
   }
+}
+
+}  // namespace
+
+void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows,
+                    const ConvPlan& p, int64_t t, const float* x, float* y, float* slot,
+                    float lo, float hi, const float* addend, const float* shared_b) {
+  gemm_task(s, w, w_rows, p, t, x, y, slot, lo, hi, addend, const_cast<float*>(shared_b), -1);
+}
+
+void conv_gemm_build_b(const ConvShape& s, const ConvWeights& w, const ConvPlan& p, int64_t kb,
+                       const float* x, float* shared_b, float* slot) {
+  gemm_task(s, w, nullptr, p, 0, x, nullptr, slot, 0.0f, 0.0f, nullptr, shared_b, kb);
 }
 
 void conv_ref(const ConvShape& s, const float* x, const float* w, const float* bias, float* y,

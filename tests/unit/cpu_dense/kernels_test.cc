@@ -151,6 +151,8 @@ std::vector<float> conv_ref_with_addend(const ConvShape& s, const std::vector<fl
   return y;
 }
 
+int shared_b_cases = 0;  // check_conv runs that took the plan's shared B
+
 // Runs one convolution through conv_gemm (all tasks, slots reused as one worker would)
 // or dwconv (when it applies and `depthwise`), and compares with conv_ref.
 void check_conv(std::mt19937& rng, const ConvCase& c, bool depthwise, bool clamp, int threads) {
@@ -201,6 +203,25 @@ void check_conv(std::mt19937& rng, const ConvCase& c, bool depthwise, bool clamp
       for (int64_t t = 0; t < p.tasks; ++t)
         conv_gemm_task(s, cw, w.data(), p, t, x.data(), got.data(), slot.data(), lo, hi, got.data());
       expect_close(got, with_addend, what + " onto the addend in y");
+      if (p.shared_b_floats > 0) {
+        // One B shared by the row chunks: its k-blocks built first (last one first, as
+        // another worker might), then every task reading it, with the addend; the same
+        // floats as each task building its own.
+        REQUIRE(p.m_chunks > 1);
+        std::vector<float> shared(size_t(p.shared_b_floats), kNaN), own(want.size(), kNaN);
+        for (int64_t kb = p.k_blocks - 1; kb >= 0; --kb)
+          conv_gemm_build_b(s, cw, p, kb, x.data(), shared.data(), slot.data());
+        std::fill(slot.begin(), slot.end(), kNaN);
+        std::fill(got.begin(), got.end(), kNaN);
+        for (int64_t t = 0; t < p.tasks; ++t) {
+          conv_gemm_task(s, cw, w.data(), p, t, x.data(), got.data(), slot.data(), lo, hi, addend.data(),
+                         shared.data());
+          conv_gemm_task(s, cw, w.data(), p, t, x.data(), own.data(), slot.data(), lo, hi, addend.data());
+        }
+        for (size_t i = 0; i < got.size(); ++i)
+          REQUIRE_MESSAGE(std::memcmp(&got[i], &own[i], sizeof(float)) == 0, what << " shared B, element " << i);
+        ++shared_b_cases;
+      }
     }
     return;
   }
@@ -297,6 +318,7 @@ TEST_CASE("GEMM convolution matches the reference") {
   for (const ConvCase& c : cases)
     for (int threads : {1, 2, 8})
       for (bool clamp : {false, true}) check_conv(rng, c, false, clamp, threads);
+  CHECK(shared_b_cases > 0);  // small maps on several threads share B (3x3 at 7x7, 5x5, ...)
 }
 
 TEST_CASE("plan_conv widens column blocks for small K only, keeping 8 per thread") {
