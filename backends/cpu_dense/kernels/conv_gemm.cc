@@ -426,20 +426,13 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
       dt.a_rs = K;
       dt.ldbt = kc;
       dt.ldc = P;
-      for (int64_t j = 0; j < p.dot_cols;) {
-        dt.cols = p.dot_cols - j >= 2 ? 2 : 1;
-        const int64_t step = dt.cols == 2 ? kDotMaxRows / 2 : kDotMaxRows;
-        dt.bt = bt + j * kc;
-        for (int64_t i0 = r0; i0 < r1; i0 += step) {
-          dt.rows = static_cast<int>(std::min(step, r1 - i0));
-          dt.a = a + i0 * K + k0;
-          dt.c = yg + i0 * P + j0 + full_cols + j;
-          e.bias = (k0 == 0 && w.bias) ? w.bias.get() + g * Mg + i0 : nullptr;
-          e.addend = last && rg ? rg + i0 * P + j0 + full_cols + j : nullptr;
-          gemm_dot_tile(dt, e);
-        }
-        j += dt.cols;
-      }
+      gemm_dot_columns(dt, e, p.dot_cols, r0, r1, [&](int64_t j, int64_t i0, DotTile& d, Epilogue& de) {
+        d.bt = bt + j * kc;
+        d.a = a + i0 * K + k0;
+        d.c = yg + i0 * P + j0 + full_cols + j;
+        de.bias = (k0 == 0 && w.bias) ? w.bias.get() + g * Mg + i0 : nullptr;
+        de.addend = last && rg ? rg + i0 * P + j0 + full_cols + j : nullptr;
+      });
     }
   }
 }

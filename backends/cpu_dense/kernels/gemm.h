@@ -72,6 +72,23 @@ struct DotTile {
 };
 constexpr int kDotMaxRows = 8;
 void gemm_dot_tile(const DotTile& t, const Epilogue& e);
+// `cols` dot columns over rows [r0, r1): pairs of columns kDotMaxRows / 2 rows at a time,
+// a last single column kDotMaxRows rows at a time. dt holds K, a_rs, ldbt and ldc;
+// at(j, i0, dt, e) points dt.a, dt.bt and dt.c at column j, row i0 (and may set the
+// epilogue's per-row bias / addend) before each gemm_dot_tile.
+template <class F>
+void gemm_dot_columns(DotTile dt, Epilogue e, int64_t cols, int64_t r0, int64_t r1, F at) {
+  for (int64_t j = 0; j < cols;) {
+    dt.cols = cols - j >= 2 ? 2 : 1;
+    const int64_t step = dt.cols == 2 ? kDotMaxRows / 2 : kDotMaxRows;
+    for (int64_t i0 = r0; i0 < r1; i0 += step) {
+      dt.rows = static_cast<int>(step < r1 - i0 ? step : r1 - i0);
+      at(j, i0, dt, e);
+      gemm_dot_tile(dt, e);
+    }
+    j += dt.cols;
+  }
+}
 
 // 64-byte aligned float buffer.
 struct AlignedFree {

@@ -228,18 +228,11 @@ void winograd_block_rows(const ConvShape& s, const WinogradWeights& w, const Win
       dt.a_rs = C;
       dt.ldbt = C;
       dt.ldc = nt;
-      for (int64_t j = 0; j < v.dots;) {
-        dt.cols = v.dots - j >= 2 ? 2 : 1;
-        const int64_t step = dt.cols == 2 ? kDotMaxRows / 2 : kDotMaxRows;
-        dt.bt = bx + j * C + k0;
-        for (int64_t i0 = m0; i0 < m1; i0 += step) {
-          dt.rows = static_cast<int>(std::min(step, m1 - i0));
-          dt.a = u + i0 * C + k0;
-          dt.c = v.Mb + xi * mxi + i0 * nt + v.last_q * nr + nr / 2 + j;
-          gemm_dot_tile(dt, e);
-        }
-        j += dt.cols;
-      }
+      gemm_dot_columns(dt, e, v.dots, m0, m1, [&](int64_t j, int64_t i0, DotTile& d, Epilogue&) {
+        d.bt = bx + j * C + k0;
+        d.a = u + i0 * C + k0;
+        d.c = v.Mb + xi * mxi + i0 * nt + v.last_q * nr + nr / 2 + j;
+      });
     }
   }
   v.xf.m_begin = m0;
