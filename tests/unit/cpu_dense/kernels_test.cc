@@ -304,6 +304,9 @@ TEST_CASE("GEMM convolution matches the reference") {
       // a dot tail (4900 = 306 * 16 + 4); 1x1 copied from X and a 3x3 stride-2 window
       {1, 4, 7, 1, {1, 70, 70}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       {1, 3, 10, 1, {1, 129, 130}, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1}, {0, 1, 0}},
+      // one column panel at every NR and 64 output channels: on several threads the plan
+      // splits rows, and the row chunks share one B (conv_gemm_build_b)
+      {1, 20, 64, 1, {1, 4, 4}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
       // padding larger than the kernel's reach: whole zero rows / columns
       {1, 2, 3, 1, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1}, {0, 3, 3}, {0, 3, 3}},
       // groups (not depthwise)
