@@ -108,11 +108,8 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s) const {
   const int64_t nr = kernels::gemm_nr();
   const int64_t max_tasks = s.N * s.group * ((s.P() + nr - 1) / nr) *
                             ((s.Mg() + kernels::kGemmMR - 1) / kernels::kGemmMR);
-  // A shared B (plan_conv with several workers), after the slots: the most any thread
-  // count up to kConvMaxSlots asks (a run with more workers and no room runs without).
-  int64_t shared = 0;
-  for (int t = 2; t <= kernels::kConvMaxSlots; ++t)
-    shared = std::max(shared, kernels::plan_conv(s, t).shared_b_floats);
+  // A shared B (plan_conv with several workers), after the slots.
+  const int64_t shared = kernels::conv_shared_b_floats(s);
   return size_t(std::min<int64_t>(max_tasks, kernels::kConvMaxSlots) * p.slot_floats +
                 (shared > 0 ? shared + kSharedAlignFloats : 0)) *
          sizeof(float);
@@ -125,27 +122,23 @@ void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const f
   if (!depthwise_) {
     const float lo = lo_, hi = hi_;
     const kernels::ConvPlan p = kernels::plan_conv(s, threads);
+    float* shared = nullptr;
     if (p.shared_b_floats > 0) {
       // B built once, its k-blocks over the workers, at the end of the scratch (the slots
-      // are at its start), then every row chunk reads it.
-      auto slots = [&](int64_t count) {
-        return std::min(scratch_slots(count, threads), max_scratch_slots(count, p.slot_floats));
-      };
+      // are at its start), then every row chunk reads it; without room for both, each
+      // chunk builds its own.
       const int64_t total = int64_t(ctx.scratch_size() / sizeof(float));
       const int64_t at = (total - p.shared_b_floats) / kSharedAlignFloats * kSharedAlignFloats;
-      if (at >= std::max(slots(p.k_blocks), slots(p.tasks)) * p.slot_floats) {
-        float* shared = static_cast<float*>(ctx.scratch()) + at;
+      const int64_t slots = std::max(run_slots(threads, p.k_blocks, p.slot_floats), run_slots(threads, p.tasks, p.slot_floats));
+      if (at >= slots * p.slot_floats) {
+        shared = static_cast<float*>(ctx.scratch()) + at;
         run_in_slots(ctx, p.k_blocks, p.slot_floats, "conv", [&](int64_t kb, float* slot) {
           kernels::conv_gemm_build_b(s, gemm_, p, kb, x, shared, slot);
         });
-        run_in_slots(ctx, p.tasks, p.slot_floats, "conv", [&](int64_t t, float* slot) {
-          kernels::conv_gemm_task(s, gemm_, w_rows, p, t, x, y, slot, lo, hi, addend, shared);
-        });
-        return;
       }
     }
     run_in_slots(ctx, p.tasks, p.slot_floats, "conv", [&](int64_t t, float* slot) {
-      kernels::conv_gemm_task(s, gemm_, w_rows, p, t, x, y, slot, lo, hi, addend);
+      kernels::conv_gemm_task(s, gemm_, w_rows, p, t, x, y, slot, lo, hi, addend, shared);
     });
     return;
   }

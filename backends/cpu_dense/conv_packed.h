@@ -27,9 +27,13 @@ int64_t max_scratch_slots(int64_t tasks, int64_t slot_floats);
 // scratch_slots(count, threads) slots (at most max_scratch_slots) of slot_floats floats each, one slot's items one
 // after another (so no two running items share a slot). Throws (naming `what`) when the
 // scratch the kernel asked for is too small.
+// How many slots run_in_slots uses for count items.
+inline int64_t run_slots(int threads, int64_t count, int64_t slot_floats) {
+  return std::min(scratch_slots(count, threads), max_scratch_slots(count, slot_floats));
+}
 template <class F>
 void run_in_slots(const RunContext& ctx, int64_t count, int64_t slot_floats, const char* what, F fn) {
-  const int64_t slots = std::min(scratch_slots(count, ctx.num_threads()), max_scratch_slots(count, slot_floats));
+  const int64_t slots = run_slots(ctx.num_threads(), count, slot_floats);
   if (ctx.scratch_size() < size_t(slots * slot_floats) * sizeof(float))
     throw PluginError(std::string(what) + ": scratch too small");
   float* scratch = static_cast<float*>(ctx.scratch());

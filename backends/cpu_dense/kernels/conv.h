@@ -72,6 +72,9 @@ struct ConvPlan {
 };
 // `threads`: how many workers will take tasks (more row chunks when columns are few).
 ConvPlan plan_conv(const ConvShape& s, int threads);
+// The shared_b_floats a plan of s has with any number of workers (0 where none shares B):
+// what scratch must hold for it, without planning for every thread count.
+int64_t conv_shared_b_floats(const ConvShape& s);
 // Most scratch slots a run uses (one per concurrently running group of tasks).
 constexpr int kConvMaxSlots = 16;
 

@@ -123,14 +123,17 @@ double plan_time(const ConvShape& s, int64_t nc, int64_t panels_per_chunk, int t
   return *std::max_element(load, load + w);
 }
 
-// A tail panel of t < NR pixels costs a whole MR x NR tile per row panel; as dot products
-// (DotTile) it costs about its own t columns. Up to NR / 4 (Zen 3, AVX2, one layer at a
-// time, median of 15 alternating runs): 7x7 maps (49 = 3 * 16 + 1) 1x1 2048-512 59 -> 73,
-// 512-2048 62 -> 78, 3x3 512 52 -> 60 GFLOP/s; 14x14 (196 = 12 * 16 + 4) 75 -> 78. A tail
-// of 9 (13x13) was no faster, and a map of fewer than NR pixels all as dots (3x3: P = 9)
-// 2x slower.
-int64_t dot_tail_max(int64_t nr) { return nr / 4; }
 constexpr int64_t kHalfTailMaxPanels = 16;  // plan_conv: half-panel tails on maps this small
+
+// The shared B of a plan whose one column block holds all P pixels: k-blocks of kc rows
+// by P rounded up to panels, each followed by its dot columns.
+void set_shared_b(const ConvShape& s, ConvPlan& p) {
+  const int64_t nr = gemm_nr();
+  p.shared_dot_off = p.kc * ((s.P() + nr - 1) / nr * nr);
+  p.shared_block = p.shared_dot_off + p.dot_cols * p.kc;
+  p.k_blocks = (s.K() + p.kc - 1) / p.kc;
+  p.shared_b_floats = p.k_blocks * p.shared_block;
+}
 
 }  // namespace
 
@@ -211,17 +214,23 @@ ConvPlan plan_conv(const ConvShape& s, int threads) {
   p.tasks = images * p.col_blocks * p.m_chunks;
   p.slot_floats = p.kc * p.nc + 4 * p.nc;  // packed block + im2col's pixel table
   if (window_applies(s)) p.slot_floats += p.kc + window_floats(s, p.kc, p.nc);  // offsets, window
+  // A tail panel of t < NR pixels costs a whole MR x NR tile per row panel; as dot products
+  // (DotTile) it costs about its own t columns. Up to NR / 4 (Zen 3, AVX2, one layer at a
+  // time, median of 15 alternating runs): 7x7 maps (49 = 3 * 16 + 1) 1x1 2048-512 59 -> 73,
+  // 512-2048 62 -> 78, 3x3 512 52 -> 60 GFLOP/s; 14x14 (196 = 12 * 16 + 4) 75 -> 78. A tail
+  // of 9 (13x13) was no faster, and a map of fewer than NR pixels all as dots (3x3: P = 9)
+  // 2x slower.
   const int64_t tail = P % nr;
-  if (tail > 0 && tail <= dot_tail_max(nr)) {
+  if (tail > 0 && tail <= gemm_dot_tail_max(nr)) {
     p.dot_cols = tail;
-  } else if (tail > nr / 2 && tail - nr / 2 <= dot_tail_max(nr) && P <= kHalfTailMaxPanels * nr) {
+  } else if (gemm_half_tail_dots(tail, nr) > 0 && P <= kHalfTailMaxPanels * nr) {
     // A tail a little over half a panel (7x7 maps: 49 = 32 + 17 with 32-wide panels) as a
     // one-vector tile of NR / 2 columns (gemm_tile) and dot columns for the rest, instead
     // of a whole NR-wide tile: Zen 4 (AVX-512), one layer, 21 alternating runs, 3x3 512 at
     // 7x7 0.81x the time, 1x1 512 -> 2048 0.78x, 2048 -> 512 0.84x, 960 -> 320 0.84x,
     // 160 -> 960 0.78x. On large maps the tail is a sliver of the work and the dots only
     // cost (55x55 16 -> 64 and 128 -> 16: 1.03-1.09x), hence kHalfTailMaxPanels.
-    p.dot_cols = tail - nr / 2;
+    p.dot_cols = gemm_half_tail_dots(tail, nr);
   }
   if (p.dot_cols > 0) {
     p.dot_off = p.slot_floats;
@@ -231,24 +240,31 @@ ConvPlan plan_conv(const ConvShape& s, int threads) {
   // layers) had every chunk build the same B: built once instead, its k-blocks spread
   // over the workers (conv_gemm_build_b), then read by all chunks. Zen 4, 2 threads,
   // per-node minimums of alternating profiles: see ConvPacked::run.
-  if (p.m_chunks > 1 && images * p.col_blocks == 1 && !s.pointwise()) {
-    const int64_t cols = (std::min(P, p.nc) + nr - 1) / nr * nr;
-    p.shared_dot_off = p.kc * cols;
-    p.shared_block = p.shared_dot_off + p.dot_cols * p.kc;
-    p.k_blocks = (K + p.kc - 1) / p.kc;
-    p.shared_b_floats = p.k_blocks * p.shared_block;
-  }
+  if (p.m_chunks > 1 && images * p.col_blocks == 1 && !s.pointwise()) set_shared_b(s, p);
   return p;
+}
+
+int64_t conv_shared_b_floats(const ConvShape& s) {
+  // A plan shares B only with one column block holding every pixel, which several workers
+  // get only from the split search (blocks of at most kPanelsPerBlock panels), one image,
+  // a B to build and more than one row panel. Its size depends on kc and dot_cols alone,
+  // which no thread count changes: the one-thread plan's.
+  const int64_t nr = gemm_nr();
+  if (s.N * s.group != 1 || s.pointwise() || s.P() > kPanelsPerBlock * nr || s.Mg() <= kGemmMR)
+    return 0;
+  ConvPlan p = plan_conv(s, 1);
+  set_shared_b(s, p);
+  return p.shared_b_floats;
 }
 
 namespace {
 
-// conv_gemm_task, or with build_kb >= 0 (conv_gemm_build_b) only k-block build_kb's B
-// built into shared_b. shared_b: null (B built in the slot), or the run's shared B blocks
-// (plan.shared_b_floats), read instead of built.
+// conv_gemm_task (build_b null): B built in the slot, or read from shared_b (the run's
+// shared B blocks, plan.shared_b_floats) when that is not null. conv_gemm_build_b
+// (build_b not null): only k-block build_kb's B built, into build_b's blocks.
 void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, const ConvPlan& p,
                int64_t t, const float* x, float* y, float* slot, float lo, float hi,
-               const float* addend, float* shared_b, int64_t build_kb) {
+               const float* addend, const float* shared_b, float* build_b, int64_t build_kb) {
   // Column blocks vary fastest: the workers take contiguous runs of tasks (run_in_slots),
   // and with the row chunk fastest a run of two tasks was one column block's two chunks,
   // so with a narrow last block one worker got both wide tasks and the other both narrow
@@ -278,20 +294,25 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
   const bool direct = s.pointwise();
   const bool windowed = window_applies(s);
   const bool subsampled = subsample_applies(s);
+  // The tables that build B (none when the tasks read the shared B).
+  const bool tables = !shared_b;
   int32_t* sub_tab = reinterpret_cast<int32_t*>(slot + p.kc * p.nc);
-  if (subsampled) subsample_offsets(s, j0, cols, sub_tab);
-  const WindowGeom wg = windowed ? window_geom(s, j0, j1) : WindowGeom{};
-  const WindowRuns runs = windowed ? window_runs(s, wg, j0, cols, nr,
-                                                 reinterpret_cast<int32_t*>(slot + p.kc * p.nc))
-                                   : WindowRuns{};
+  if (subsampled && tables) subsample_offsets(s, j0, cols, sub_tab);
+  const WindowGeom wg = windowed && tables ? window_geom(s, j0, j1) : WindowGeom{};
+  const WindowRuns runs = windowed && tables ? window_runs(s, wg, j0, cols, nr,
+                                                           reinterpret_cast<int32_t*>(slot + p.kc * p.nc))
+                                             : WindowRuns{};
 
-  const bool build_only = build_kb >= 0;
+  const bool build_only = build_b != nullptr;
   for (int64_t k0 = build_only ? build_kb * p.kc : 0; k0 < K; k0 += p.kc) {
     const int64_t kc = std::min(p.kc, K - k0);
-    // Where this k-block's B panels and dot columns are: the slot, or the shared blocks.
-    float* bb = shared_b ? shared_b + k0 / p.kc * p.shared_block : slot;
-    float* bt = shared_b ? bb + p.shared_dot_off : slot + p.dot_off;
-    const bool build = !shared_b || build_only;
+    // This k-block's B panels and dot columns: built at bw / btw (the slot, or the shared
+    // block being built), read at bb / bt (the shared block when given one).
+    float* bw = build_only ? build_b + k0 / p.kc * p.shared_block : slot;
+    float* btw = build_only ? bw + p.shared_dot_off : slot + p.dot_off;
+    const bool build = tables;
+    const float* bb = build ? bw : shared_b + k0 / p.kc * p.shared_block;
+    const float* bt = build ? btw : bb + p.shared_dot_off;
     // B in panel layout, [NR-column panel][kc][NR]: each tile reads one contiguous,
     // aligned kc x NR strip. (Reading a 1x1 conv's X in place was measured slower: its rows
     // start mid cache line, and power-of-two row strides map a strip onto a few L1 sets.)
@@ -320,7 +341,7 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
       for (int64_t kk = 0; kk < kc; ++kk) {
         const float* src = xg + (k0 + kk) * P + j0;
         for (int64_t jq = b_in_place ? whole_cols : 0; jq < cols; jq += nr) {
-          float* o = bb + jq * kc + kk * nr;
+          float* o = bw + jq * kc + kk * nr;
           // memcpy, not a loop: this file is built for the baseline ISA, where the loop
           // became 16-byte SSE moves (2 % of mobilenet_v2's time); glibc's memcpy uses
           // the CPU's widest moves.
@@ -328,15 +349,15 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
         }
       }
     } else if (subsampled) {
-      subsample_block(s, xg, sub_tab, k0, kc, cols, nr, bb);
+      subsample_block(s, xg, sub_tab, k0, kc, cols, nr, bw);
     } else if (windowed) {
       const int64_t taps = s.taps(), c0 = k0 / taps, c1 = (k0 + kc - 1) / taps + 1;
       int32_t* boff = reinterpret_cast<int32_t*>(slot + p.kc * p.nc + 4 * p.nc);
       float* win = slot + p.kc * p.nc + 4 * p.nc + p.kc;
       window_rows(s, xg, c0, c1, wg, win);
-      window_block(s, win, c0, wg, runs, k0, kc, cols, nr, bb, boff);
+      window_block(s, win, c0, wg, runs, k0, kc, cols, nr, bw, boff);
     } else {
-      im2col_block(s, xg, k0, kc, j0, cols, nr, bb,
+      im2col_block(s, xg, k0, kc, j0, cols, nr, bw,
                    reinterpret_cast<int32_t*>(slot + p.kc * p.nc));
     }
     // The tail pixels' B columns, transposed for the dot tiles: bt[j][kk].
@@ -345,9 +366,9 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
     if (dot_tail && build) {
       // The last panel, [kc][nr]; the dot columns start `off` into it (past a half tile).
       const int64_t pq = full_cols / nr * nr, off = full_cols - pq;
-      const float* panel = bb + pq * kc;
+      const float* panel = bw + pq * kc;
       for (int64_t j = 0; j < p.dot_cols; ++j)
-        for (int64_t kk = 0; kk < kc; ++kk) bt[j * kc + kk] = panel[kk * nr + off + j];
+        for (int64_t kk = 0; kk < kc; ++kk) btw[j * kc + kk] = panel[kk * nr + off + j];
     }
     if (build_only) return;
     Epilogue e;
@@ -442,12 +463,12 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
 void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows,
                     const ConvPlan& p, int64_t t, const float* x, float* y, float* slot,
                     float lo, float hi, const float* addend, const float* shared_b) {
-  gemm_task(s, w, w_rows, p, t, x, y, slot, lo, hi, addend, const_cast<float*>(shared_b), -1);
+  gemm_task(s, w, w_rows, p, t, x, y, slot, lo, hi, addend, shared_b, nullptr, 0);
 }
 
 void conv_gemm_build_b(const ConvShape& s, const ConvWeights& w, const ConvPlan& p, int64_t kb,
                        const float* x, float* shared_b, float* slot) {
-  gemm_task(s, w, nullptr, p, 0, x, nullptr, slot, 0.0f, 0.0f, nullptr, shared_b, kb);
+  gemm_task(s, w, nullptr, p, 0, x, nullptr, slot, 0.0f, 0.0f, nullptr, nullptr, shared_b, kb);
 }
 
 void conv_ref(const ConvShape& s, const float* x, const float* w, const float* bias, float* y,

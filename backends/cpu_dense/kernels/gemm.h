@@ -72,6 +72,14 @@ struct DotTile {
 };
 constexpr int kDotMaxRows = 8;
 void gemm_dot_tile(const DotTile& t, const Epilogue& e);
+// Most columns that go as dot products rather than a tile (plan_conv's tails).
+inline int64_t gemm_dot_tail_max(int64_t nr) { return nr / 4; }
+// A last panel of `rem` (1..NR) columns a little over half full goes as the one-vector tile
+// (NR / 2 columns) and this many dot columns (at most gemm_dot_tail_max); 0 otherwise.
+// The im2col GEMM's tails (plan_conv) and Winograd's last panel (winograd_block_rows).
+inline int64_t gemm_half_tail_dots(int64_t rem, int64_t nr) {
+  return rem > nr / 2 && rem - nr / 2 <= gemm_dot_tail_max(nr) ? rem - nr / 2 : 0;
+}
 // `cols` dot columns over rows [r0, r1): pairs of columns kDotMaxRows / 2 rows at a time,
 // a last single column kDotMaxRows rows at a time. dt holds K, a_rs, ldbt and ldc;
 // at(j, i0, dt, e) points dt.a, dt.bt and dt.c at column j, row i0 (and may set the
