@@ -106,8 +106,11 @@ WinogradPlan plan_winograd(const ConvShape& s) {
   const int64_t kchunks = (s.C + kMaxKC - 1) / kMaxKC;
   p.kc = (s.C + kchunks - 1) / kchunks;
   p.pad_floats = s.C * p.hp * p.wp;  // wp = 2 (tiles_w + 1): even and odd halves
-  // V [16][nt / nr][C][nr], M [16][M][nt], then the dot columns' transposed V (16 x nr / 4 x C).
-  p.slot_floats = 16 * winograd_stride(p.nt * s.C) + 16 * winograd_stride(s.M * p.nt) + 16 * (nr / 4) * s.C;
+  // V [16][nt / nr][C][nr], M [16][M][nt], then the last block's dot columns' transposed
+  // V (16 x dots x C; block_view; the other blocks' panels are whole).
+  const int64_t last = p.tiles - (p.blocks - 1) * p.nt;
+  const int64_t dots = gemm_half_tail_dots(last - (last - 1) / nr * nr, nr);
+  p.slot_floats = 16 * winograd_stride(p.nt * s.C) + 16 * winograd_stride(s.M * p.nt) + 16 * dots * s.C;
   return p;
 }
 
@@ -138,9 +141,9 @@ namespace {
 
 // A block's geometry: its matrices in the slot, the transforms' view, and the last
 // panel's split. The last panel of `rem` tiles is a two-vector tile, or the one-vector
-// tile when rem <= NR / 2, or when rem is at most NR / 4 more than that, the one-vector
-// tile and `dots` dot-product columns (as the im2col GEMM's half tails, plan_conv): maps
-// of 7x7 tiles (13x13, 14x14: 49 = 32 + 16 + 1 at NR 32) computed 64 columns for 49.
+// tile when rem <= NR / 2, or a little over that, the one-vector tile and `dots`
+// dot-product columns (gemm_half_tail_dots, as the im2col GEMM's tails): maps of 7x7
+// tiles (13x13, 14x14: 49 = 32 + 16 + 1 at NR 32) computed 64 columns for 49.
 struct BlockView {
   WinogradXform xf;
   float *V, *Mb, *bt;  // V [16][panels][C][nr], M [16][M][nt], bt [16][dots][C]
@@ -169,7 +172,7 @@ BlockView block_view(const ConvShape& s, const WinogradPlan& p, int64_t b, float
   v.bt = v.Mb + 16 * xf.m_stride;
   v.last_q = (xf.count - 1) / nr;
   v.rem = xf.count - v.last_q * nr;
-  v.dots = v.rem > nr / 2 && v.rem - nr / 2 <= nr / 4 ? v.rem - nr / 2 : 0;
+  v.dots = gemm_half_tail_dots(v.rem, nr);
   return v;
 }
 
@@ -195,7 +198,7 @@ void winograd_block_rows(const ConvShape& s, const WinogradWeights& w, const Win
                          int64_t b, float* y, float* slot, float lo, float hi, const float* addend,
                          int64_t m0, int64_t m1) {
   BlockView v = block_view(s, p, b, slot);
-  const int64_t nr = v.xf.nr, C = s.C, M = s.M, nt = p.nt, count = v.xf.count;
+  const int64_t nr = v.xf.nr, C = s.C, M = s.M, nt = v.xf.nt, count = v.xf.count;
   const int64_t vxi = v.xf.v_stride, mxi = v.xf.m_stride;
   // 16 GEMMs: M_xi [M x nt] = U_xi [M x C] * V_xi [C x nt], k-blocks of kc channels.
   for (int xi = 0; xi < 16; ++xi) {
