@@ -79,9 +79,14 @@ ConvPacked::ConvPacked(const float* w, int64_t M, int64_t Cg, int64_t taps, int6
 // (kernels/f32_dwconv_hwy.cc; 31 alternating runs) 144 x 56x56 490 -> 458 us, 96 x 112 ->
 // 56 796 -> 470, 144 x 56 -> 28 531 -> 175. 112-wide outputs stay planes (a row is seven
 // whole vectors; 32 x 112x112: 307 vs 379 us on the Xeon, 339 vs 356 on the Zen 3).
+// Where the plane kernel reads 3x3 stride-1 "same" layers' rows in place (AVX-512:
+// kernels::dwconv_rows_applies) planes win from rows of more than two vectors on: Zen 4,
+// one layer alone, 101 runs, 144 x 56x56 174 vs 267 us, 32 x 112x112 139 vs 241 (the
+// padded planes 192); at 28x28 they are even.
 bool ConvPacked::use_dw_block(const kernels::ConvShape& s) const {
   if (!kernels::dwconv_block_applies(s)) return false;
   if (s.out[2] < 2 * kernels::dwconv_block_lanes()) return true;
+  if (s.out[2] > 2 * kernels::dwconv_block_lanes() && kernels::dwconv_rows_applies(s)) return false;
   return kernels::dwconv_block_transposes() && s.out[2] < 64;
 }
 

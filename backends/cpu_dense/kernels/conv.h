@@ -111,6 +111,15 @@ inline DwGeom dw_geom(const ConvShape& s, int64_t L) {
   g.width = (s.out[2] + L - 1) / L * L + ((s.k[2] - 1) * s.d[2]) / s.s[2] + 1;
   return g;
 }
+// 3x3, stride 1, dilation 1, one output per channel, padding 1 on every side (the output
+// map is the input map): the shape dwconv_plane computes directly on the rows of X, with
+// no padded copy, where dwconv_rows_applies (AVX-512 targets).
+inline bool dwconv_rows_shape(const ConvShape& s) {
+  return s.M == s.C && s.k[0] == 1 && s.in[0] == 1 && s.k[1] == 3 && s.k[2] == 3 && s.s[1] == 1 &&
+         s.s[2] == 1 && s.d[1] == 1 && s.d[2] == 1 && s.pb[1] == 1 && s.pb[2] == 1 &&
+         s.out[1] == s.in[1] && s.out[2] == s.in[2];
+}
+bool dwconv_rows_applies(const ConvShape& s);
 // Output plane `plane` = n * M + m of y; w: [M, kh * kw]; bias [M] or null.
 void dwconv_plane(const ConvShape& s, int64_t plane, const float* x, const float* w,
                   const float* bias, float* y, float* slot, float lo, float hi);

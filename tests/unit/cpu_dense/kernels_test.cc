@@ -511,6 +511,42 @@ TEST_CASE("direct depthwise convolution matches the reference") {
     if (dwconv_block_applies(shape_of(c))) check_conv(rng, c, true, true, 1);
 }
 
+TEST_CASE("depthwise 3x3 stride-1 planes read in rows match the reference") {
+  // dwconv_plane computes 3x3 stride-1 "same" layers on X's rows in place (AVX-512): masked
+  // loads at both ends of a row, groups of 1-4 vectors, two output rows at a time (odd
+  // heights end on one). Widths around every vector edge, 1-row maps, two images.
+  std::mt19937 rng(17);
+  const int64_t L = dwconv_block_lanes();
+  int rows_cases = 0, count = 0;
+  for (int64_t w : {int64_t(1), int64_t(2), L - 1, L, L + 1, 2 * L - 1, 2 * L + 1, 3 * L, 3 * L + 2,
+                    4 * L, 4 * L + 1, 5 * L - 3, 7 * L, int64_t(56), int64_t(112)})
+    for (int64_t h : {1, 2, 3, 5, 8}) {
+      const int64_t N = 1 + count % 2, C = 3;
+      const ConvCase c{N, C, C, C, {1, h, w}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}};
+      REQUIRE(dwconv_rows_shape(shape_of(c)));
+      rows_cases += dwconv_rows_applies(shape_of(c)) ? 1 : 0;
+      check_conv(rng, c, true, count % 2 == 0, 1);
+      ++count;
+    }
+  // Not the rows shape: padding 0 or 2, a stride, a dilation, 5x5, a channel multiplier.
+  const ConvCase other[] = {
+      {1, 2, 2, 2, {1, 9, 40}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      {1, 2, 2, 2, {1, 9, 40}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 2, 2}, {0, 2, 2}},
+      {1, 2, 2, 2, {1, 9, 40}, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+      {1, 2, 2, 2, {1, 9, 40}, {1, 3, 3}, {1, 1, 1}, {1, 2, 2}, {0, 1, 1}, {0, 1, 1}},
+      {1, 2, 2, 2, {1, 9, 40}, {1, 5, 5}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+      {1, 2, 4, 2, {1, 9, 40}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+  };
+  for (const ConvCase& c : other) {
+    CHECK_FALSE(dwconv_rows_shape(shape_of(c)));
+    CHECK_FALSE(dwconv_rows_applies(shape_of(c)));
+    check_conv(rng, c, true, true, 1);
+  }
+  // Reached wherever the target has 16-lane vectors (AVX-512): the only ones it runs on.
+  if (L == 16) CHECK(rows_cases == count);
+  else CHECK(rows_cases == 0);
+}
+
 namespace {
 // maxpool_plane over every plane of x equals the reference, NaN where it has NaN.
 bool maxpool_planes_match(const ConvShape& s, const std::vector<float>& x) {
