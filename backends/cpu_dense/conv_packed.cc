@@ -79,14 +79,23 @@ ConvPacked::ConvPacked(const float* w, int64_t M, int64_t Cg, int64_t taps, int6
 // (kernels/f32_dwconv_hwy.cc; 31 alternating runs) 144 x 56x56 490 -> 458 us, 96 x 112 ->
 // 56 796 -> 470, 144 x 56 -> 28 531 -> 175. 112-wide outputs stay planes (a row is seven
 // whole vectors; 32 x 112x112: 307 vs 379 us on the Xeon, 339 vs 356 on the Zen 3).
-// Where the plane kernel reads 3x3 stride-1 "same" layers' rows in place (AVX-512:
-// kernels::dwconv_rows_applies) planes win from rows of more than two vectors on: Zen 4,
-// one layer alone, 101 runs, 144 x 56x56 174 vs 267 us, 32 x 112x112 139 vs 241 (the
-// padded planes 192); at 28x28 they are even.
+// Where the plane kernel reads 3x3 layers' rows in place (stride 1 or 2, AVX-512:
+// kernels::dwconv_rows_applies) planes win from output rows of more than one vector on:
+// Zen 4, one layer alone, 61-101 runs, rows vs blocks: 144 x 56x56 174 vs 267 us, 192 x
+// 28x28 58 vs 68, stride 2 96 x 112 -> 56 245 vs 281, 144 x 56 -> 28 79 vs 89; 32 x
+// 112x112 139 vs 192 for the padded planes. 192 x 28 -> 14 (one vector) is even, 576 x 14
+// -> 7 twice as fast in blocks.
+namespace {
+// The plane kernel's scratch: none where it reads X's rows in place.
+int64_t dw_plane_slot_floats(const kernels::ConvShape& s) {
+  return kernels::dwconv_rows_applies(s) ? 0 : kernels::dwconv_slot_floats(s);
+}
+}  // namespace
+
 bool ConvPacked::use_dw_block(const kernels::ConvShape& s) const {
   if (!kernels::dwconv_block_applies(s)) return false;
+  if (s.out[2] > kernels::dwconv_block_lanes() && kernels::dwconv_rows_applies(s)) return false;
   if (s.out[2] < 2 * kernels::dwconv_block_lanes()) return true;
-  if (s.out[2] > 2 * kernels::dwconv_block_lanes() && kernels::dwconv_rows_applies(s)) return false;
   return kernels::dwconv_block_transposes() && s.out[2] < 64;
 }
 
@@ -105,8 +114,8 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s) const {
     return size_t(max_scratch_slots(s.N * s.M / kernels::dwconv_block_lanes(), kernels::dwconv_block_slot_floats(s))) *
            size_t(kernels::dwconv_block_slot_floats(s)) * sizeof(float);
   if (depthwise_)
-    return size_t(std::min<int64_t>(s.N * s.M, kernels::kConvMaxSlots)) *
-           size_t(kernels::dwconv_slot_floats(s)) * sizeof(float);
+    return size_t(std::min<int64_t>(s.N * s.M, kernels::kConvMaxSlots)) * size_t(dw_plane_slot_floats(s)) *
+           sizeof(float);
   // The widest column block (one thread's plan) and the most tasks any thread count
   // gives: every column panel and row panel its own task.
   const kernels::ConvPlan p = kernels::plan_conv(s, 1);
@@ -162,7 +171,7 @@ void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const f
                    kernels::dwconv_block(s, bl, x, w, b, y, slot, lo, hi);
                  });
   } else {
-    run_in_slots(ctx, s.N * s.M, kernels::dwconv_slot_floats(s), "depthwise conv",
+    run_in_slots(ctx, s.N * s.M, dw_plane_slot_floats(s), "depthwise conv",
                  [&](int64_t pl, float* slot) { kernels::dwconv_plane(s, pl, x, w, b, y, slot, lo, hi); });
   }
   if (!addend) return;

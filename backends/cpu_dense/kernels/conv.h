@@ -111,13 +111,16 @@ inline DwGeom dw_geom(const ConvShape& s, int64_t L) {
   g.width = (s.out[2] + L - 1) / L * L + ((s.k[2] - 1) * s.d[2]) / s.s[2] + 1;
   return g;
 }
-// 3x3, stride 1, dilation 1, one output per channel, padding 1 on every side (the output
-// map is the input map): the shape dwconv_plane computes directly on the rows of X, with
+// 3x3, dilation 1, one output per channel, padding 1 before each axis; stride 1 with the
+// output map the input map (padding 1 after), or stride 2 with outputs (in - 1) / 2 + 1
+// (padding 0 or 1 after): the shapes dwconv_plane computes directly on the rows of X, with
 // no padded copy, where dwconv_rows_applies (AVX-512 targets).
 inline bool dwconv_rows_shape(const ConvShape& s) {
-  return s.M == s.C && s.k[0] == 1 && s.in[0] == 1 && s.k[1] == 3 && s.k[2] == 3 && s.s[1] == 1 &&
-         s.s[2] == 1 && s.d[1] == 1 && s.d[2] == 1 && s.pb[1] == 1 && s.pb[2] == 1 &&
-         s.out[1] == s.in[1] && s.out[2] == s.in[2];
+  if (!(s.M == s.C && s.k[0] == 1 && s.in[0] == 1 && s.k[1] == 3 && s.k[2] == 3 && s.d[1] == 1 &&
+        s.d[2] == 1 && s.pb[1] == 1 && s.pb[2] == 1 && s.s[1] == s.s[2]))
+    return false;
+  if (s.s[1] == 1) return s.out[1] == s.in[1] && s.out[2] == s.in[2];
+  return s.s[1] == 2 && s.out[1] == (s.in[1] - 1) / 2 + 1 && s.out[2] == (s.in[2] - 1) / 2 + 1;
 }
 bool dwconv_rows_applies(const ConvShape& s);
 // Output plane `plane` = n * M + m of y; w: [M, kh * kw]; bias [M] or null.

@@ -112,16 +112,17 @@ inline bool TapOffsets(const ConvShape& s, const DwGeom& g, int64_t* off) {
   return true;
 }
 
-// ---- Direct 3x3 stride-1 depthwise on rows (AVX-512) ------------------------------------
-// 3x3, stride 1, dilation 1, one pixel of zero padding all round (output map == input
-// map): each output vector reads its three input rows in place at column offsets -1, 0, +1,
-// by masked loads at a row's two ends (AVX-512's do not fault on lanes masked off) and
-// plain ones between; two output rows at a time share the four input rows they read, up to
-// four vectors of a row at a time (eight independent FMA chains). No padded copy of the
-// plane and no channel-block transposes (which were two thirds of the blocks' time at
-// 56x56). Zen 4, one layer alone, input just written (101 runs; direct / channel blocks /
-// padded planes): 144 x 56x56 174 / 267 / 512 us, 32 x 112x112 139 / 241 / 192; at 28x28
-// even, and 14x14 / 7x7 maps (one vector a row, mostly idle) stay channel-blocked.
+// ---- Direct 3x3 depthwise on rows, stride 1 and 2 (AVX-512) -----------------------------
+// 3x3, dilation 1, one pixel of zero padding before each axis (dwconv_rows_shape): each
+// output vector reads its three input rows in place, at column offsets -1, 0, +1 (stride
+// 2: the odd / even / odd lanes of two vector pairs), by masked loads at a row's two ends
+// (AVX-512's do not fault on lanes masked off) and plain ones between; two output rows at a
+// time share the input rows they both read, up to four vectors of a row at a time (eight
+// independent FMA chains). No padded copy of the plane and no channel-block transposes
+// (two thirds of the blocks' time at 56x56). Zen 4, one layer alone, input just written
+// (61-101 runs; rows / channel blocks / padded planes): 144 x 56x56 174 / 267 / 512 us,
+// 32 x 112x112 139 / 241 / 192, 192 x 28x28 58 / 68, stride 2 96 x 112 -> 56 245 / 281,
+// 144 x 56 -> 28 79 / 89; rows of one vector (14x14, 7x7) stay channel-blocked.
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 #define MINNOW_DW_ROWS 1
 template <int NJ, class D, class V = hn::Vec<D>>
@@ -174,6 +175,65 @@ HWY_INLINE void Rows3x3Group(D d, const float* xp, int64_t H, int64_t W, int64_t
     if (two) hn::BlendedStore(hn::Min(hn::Max(a1[q], vlo), vhi), mc[q], d, yr + W);
   }
 }
+// Stride 2: output column o + q reads input columns 2 (o + q) - 1, 2 (o + q), 2 (o + q) + 1,
+// the odd, even and odd lanes of two vector pairs loaded at 2 o - 2 and 2 o (ConcatOdd /
+// ConcatEven). Two output rows read five input rows, sharing the middle one.
+template <int NJ, class D, class V = hn::Vec<D>>
+HWY_INLINE void Rows3x3S2Group(D d, const float* xp, int64_t IH, int64_t IW, int64_t OH, int64_t OW,
+                               int64_t oh, int64_t o0, const V* wk, V vb, V vlo, V vhi, float* yp) {
+  constexpr int64_t L = HWY_LANES(float);
+  using M = hn::Mask<D>;
+  auto first = [&](int64_t n) { return hn::FirstN(d, static_cast<size_t>(n < 0 ? 0 : n)); };
+  M me0[NJ], me1[NJ], ml0[NJ], ml1[NJ], mo[NJ];
+  bool inner[NJ];
+  for (int q = 0; q < NJ; ++q) {
+    const int64_t c = 2 * (o0 + q * L);  // input column of the first output's centre tap
+    me0[q] = first(IW - c);
+    me1[q] = first(IW - c - L);
+    ml0[q] = c == 0 ? hn::AndNot(hn::FirstN(d, 2), first(IW + 2)) : first(IW - c + 2);
+    ml1[q] = first(IW - c + 2 - L);
+    mo[q] = first(OW - o0 - q * L);
+    inner[q] = c >= 2 && c + 2 * L <= IW;  // reads columns c - 2 .. c + 2 L - 1
+  }
+  V a0[NJ], a1[NJ];
+  for (int q = 0; q < NJ; ++q) a0[q] = a1[q] = vb;
+  const bool two = oh + 1 < OH;
+  for (int r = 0; r < 5; ++r) {
+    const int64_t ih = 2 * oh - 1 + r;  // output row oh: r 0..2; oh + 1: r 2..4
+    if (ih < 0 || ih >= IH || (r > 2 && !two)) continue;
+    for (int q = 0; q < NJ; ++q) {
+      const float* xr = xp + ih * IW + 2 * (o0 + q * L);
+      V e0, e1, l0, l1;
+      if (inner[q]) {
+        e0 = hn::LoadU(d, xr);
+        e1 = hn::LoadU(d, xr + L);
+        l0 = hn::LoadU(d, xr - 2);
+        l1 = hn::LoadU(d, xr - 2 + L);
+      } else {
+        e0 = hn::MaskedLoad(me0[q], d, xr);
+        e1 = hn::MaskedLoad(me1[q], d, xr + L);
+        l0 = hn::MaskedLoad(ml0[q], d, xr - 2);
+        l1 = hn::MaskedLoad(ml1[q], d, xr - 2 + L);
+      }
+      const V vc = hn::ConcatEven(d, e1, e0), vr = hn::ConcatOdd(d, e1, e0), vl = hn::ConcatOdd(d, l1, l0);
+      if (r < 3) {
+        a0[q] = hn::MulAdd(wk[3 * r], vl, a0[q]);
+        a0[q] = hn::MulAdd(wk[3 * r + 1], vc, a0[q]);
+        a0[q] = hn::MulAdd(wk[3 * r + 2], vr, a0[q]);
+      }
+      if (r >= 2) {
+        a1[q] = hn::MulAdd(wk[3 * r - 6], vl, a1[q]);
+        a1[q] = hn::MulAdd(wk[3 * r - 5], vc, a1[q]);
+        a1[q] = hn::MulAdd(wk[3 * r - 4], vr, a1[q]);
+      }
+    }
+  }
+  for (int q = 0; q < NJ; ++q) {
+    float* yr = yp + oh * OW + o0 + q * L;
+    hn::BlendedStore(hn::Min(hn::Max(a0[q], vlo), vhi), mo[q], d, yr);
+    if (two) hn::BlendedStore(hn::Min(hn::Max(a1[q], vlo), vhi), mo[q], d, yr + OW);
+  }
+}
 #endif
 
 bool RowsImplApplies(const ConvShape& s) {
@@ -192,23 +252,28 @@ void Rows3x3Plane(const ConvShape& s, int64_t plane, const float* x, const float
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
   constexpr int64_t L = HWY_LANES(float);
-  const int64_t H = s.in[1], W = s.in[2];
+  const int64_t IH = s.in[1], IW = s.in[2], OH = s.out[1], OW = s.out[2];
   const int64_t m = plane % s.M, n = plane / s.M;
-  const float* xp = x + (n * s.C + m / s.Mg()) * H * W;
-  float* yp = y + plane * H * W;
+  const float* xp = x + (n * s.C + m / s.Mg()) * IH * IW;
+  float* yp = y + plane * OH * OW;
   V wk[9];
   for (int t = 0; t < 9; ++t) wk[t] = hn::Set(d, w[m * 9 + t]);
   const V vb = hn::Set(d, bias ? bias[m] : 0.0f), vlo = hn::Set(d, lo), vhi = hn::Set(d, hi);
-  const int64_t nv = (W + L - 1) / L;
-  for (int64_t oh = 0; oh < H; oh += 2) {
+  const int64_t nv = (OW + L - 1) / L;
+  const bool s2 = s.s[2] == 2;
+  for (int64_t oh = 0; oh < OH; oh += 2) {
     int64_t j = 0;
-    for (; j + 4 <= nv; j += 4) Rows3x3Group<4>(d, xp, H, W, oh, j * L, wk, vb, vlo, vhi, yp);
+#define MINNOW_DW_ROWS_GROUP(NJ)                                                                 \
+  (s2 ? Rows3x3S2Group<NJ>(d, xp, IH, IW, OH, OW, oh, j * L, wk, vb, vlo, vhi, yp)               \
+      : Rows3x3Group<NJ>(d, xp, IH, IW, oh, j * L, wk, vb, vlo, vhi, yp))
+    for (; j + 4 <= nv; j += 4) MINNOW_DW_ROWS_GROUP(4);
     switch (nv - j) {
-      case 3: Rows3x3Group<3>(d, xp, H, W, oh, j * L, wk, vb, vlo, vhi, yp); break;
-      case 2: Rows3x3Group<2>(d, xp, H, W, oh, j * L, wk, vb, vlo, vhi, yp); break;
-      case 1: Rows3x3Group<1>(d, xp, H, W, oh, j * L, wk, vb, vlo, vhi, yp); break;
+      case 3: MINNOW_DW_ROWS_GROUP(3); break;
+      case 2: MINNOW_DW_ROWS_GROUP(2); break;
+      case 1: MINNOW_DW_ROWS_GROUP(1); break;
       default: break;
     }
+#undef MINNOW_DW_ROWS_GROUP
   }
 #else
   (void)s, (void)plane, (void)x, (void)w, (void)bias, (void)y, (void)lo, (void)hi;
