@@ -533,6 +533,15 @@ TEST_CASE("depthwise 3x3 planes read in rows (stride 1 and 2) match the referenc
         check_conv(rng, c, true, count % 2 == 0, 1);
         ++count;
       }
+  // The same shapes with rows of at most a vector, as channel blocks (which take them in
+  // the model): 1x1 to 33 x L maps, two images, L and 2 L channels.
+  for (const auto& hw : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 1}, {2, 2}, {3, 5}, {7, 7}, {14, 14}, {5, L}, {L, L}, {2 * L, L}, {2 * L + 1, L}, {9, L - 1}}) {
+    const int64_t C = L * (1 + hw.first % 2), N = 1 + hw.second % 2;
+    const ConvCase c{N, C, C, C, {1, hw.first, hw.second}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}};
+    REQUIRE(dwconv_block_applies(shape_of(c)));
+    check_conv(rng, c, true, hw.first % 2 == 0, 1);
+  }
   // Not a rows shape: padding 0 or 2, stride 3, stride 2 with two columns of padding
   // after, dilation, 5x5, a channel multiplier.
   const ConvCase other[] = {
