@@ -125,6 +125,14 @@ inline bool TapOffsets(const ConvShape& s, const DwGeom& g, int64_t* off) {
 // 144 x 56 -> 28 79 / 89; rows of one vector (14x14, 7x7) stay channel-blocked.
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 #define MINNOW_DW_ROWS 1
+// acc plus the three taps of kernel row kr (weights wk[3 kr ..]) on the vectors of input
+// columns -1, 0, +1 from each output.
+template <class V>
+HWY_INLINE V KernelRow(const V* wk, int kr, V vl, V vc, V vr, V acc) {
+  acc = hn::MulAdd(wk[3 * kr], vl, acc);
+  acc = hn::MulAdd(wk[3 * kr + 1], vc, acc);
+  return hn::MulAdd(wk[3 * kr + 2], vr, acc);
+}
 template <int NJ, class D, class V = hn::Vec<D>>
 HWY_INLINE void Rows3x3Group(D d, const float* xp, int64_t H, int64_t W, int64_t oh, int64_t o0,
                              const V* wk, V vb, V vlo, V vhi, float* yp) {
@@ -157,16 +165,8 @@ HWY_INLINE void Rows3x3Group(D d, const float* xp, int64_t H, int64_t W, int64_t
         vc = hn::MaskedLoad(mc[q], d, xr);
         vr = hn::MaskedLoad(mr[q], d, xr + 1);
       }
-      if (r < 3) {  // kernel row r of output row oh
-        a0[q] = hn::MulAdd(wk[3 * r], vl, a0[q]);
-        a0[q] = hn::MulAdd(wk[3 * r + 1], vc, a0[q]);
-        a0[q] = hn::MulAdd(wk[3 * r + 2], vr, a0[q]);
-      }
-      if (r > 0) {  // kernel row r - 1 of output row oh + 1
-        a1[q] = hn::MulAdd(wk[3 * r - 3], vl, a1[q]);
-        a1[q] = hn::MulAdd(wk[3 * r - 2], vc, a1[q]);
-        a1[q] = hn::MulAdd(wk[3 * r - 1], vr, a1[q]);
-      }
+      if (r < 3) a0[q] = KernelRow(wk, r, vl, vc, vr, a0[q]);      // output row oh
+      if (r > 0) a1[q] = KernelRow(wk, r - 1, vl, vc, vr, a1[q]);  // output row oh + 1
     }
   }
   for (int q = 0; q < NJ; ++q) {
@@ -216,16 +216,8 @@ HWY_INLINE void Rows3x3S2Group(D d, const float* xp, int64_t IH, int64_t IW, int
         l1 = hn::MaskedLoad(ml1[q], d, xr - 2 + L);
       }
       const V vc = hn::ConcatEven(d, e1, e0), vr = hn::ConcatOdd(d, e1, e0), vl = hn::ConcatOdd(d, l1, l0);
-      if (r < 3) {
-        a0[q] = hn::MulAdd(wk[3 * r], vl, a0[q]);
-        a0[q] = hn::MulAdd(wk[3 * r + 1], vc, a0[q]);
-        a0[q] = hn::MulAdd(wk[3 * r + 2], vr, a0[q]);
-      }
-      if (r >= 2) {
-        a1[q] = hn::MulAdd(wk[3 * r - 6], vl, a1[q]);
-        a1[q] = hn::MulAdd(wk[3 * r - 5], vc, a1[q]);
-        a1[q] = hn::MulAdd(wk[3 * r - 4], vr, a1[q]);
-      }
+      if (r < 3) a0[q] = KernelRow(wk, r, vl, vc, vr, a0[q]);
+      if (r >= 2) a1[q] = KernelRow(wk, r - 2, vl, vc, vr, a1[q]);
     }
   }
   for (int q = 0; q < NJ; ++q) {
