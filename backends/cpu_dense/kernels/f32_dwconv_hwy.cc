@@ -650,59 +650,65 @@ void BlockImpl(const ConvShape& s, int64_t block, const float* x, const float* w
   for (int64_t oh0 = 0; oh0 < OH; oh0 += g.chunk) {
   const int64_t oh1 = std::min(OH, oh0 + g.chunk);
   GatherBlockIn(s, g, xb, 0.0f, oh0 * sh, (oh1 - oh0 - 1) * sh + (s.k[1] - 1) * dh + 1, xin);
-  for (int64_t oh = oh0; oh < oh1; ++oh) {
-    const float* src0 = xin + (oh - oh0) * sh * g.cols * L;
-    float* dst = yout + (oh - oh0) * OW * L;
-    int64_t ow = 0;
-    // Eight pixels at a time: eight independent chains of taps FMAs (four left the FMA
-    // units waiting on latency).
-    for (; ow + 8 <= OW; ow += 8) {
-      V a0 = vb, a1 = vb, a2 = vb, a3 = vb, a4 = vb, a5 = vb, a6 = vb, a7 = vb;
-      const float* src = src0 + ow * px;
-      for (int64_t t = 0; t < taps; ++t) {
-        const V wt = hn::Load(d, wv + t * L);
-        const float* p = src + off[t];
-        a0 = hn::MulAdd(wt, hn::LoadU(d, p), a0);
-        a1 = hn::MulAdd(wt, hn::LoadU(d, p + px), a1);
-        a2 = hn::MulAdd(wt, hn::LoadU(d, p + 2 * px), a2);
-        a3 = hn::MulAdd(wt, hn::LoadU(d, p + 3 * px), a3);
-        a4 = hn::MulAdd(wt, hn::LoadU(d, p + 4 * px), a4);
-        a5 = hn::MulAdd(wt, hn::LoadU(d, p + 5 * px), a5);
-        a6 = hn::MulAdd(wt, hn::LoadU(d, p + 6 * px), a6);
-        a7 = hn::MulAdd(wt, hn::LoadU(d, p + 7 * px), a7);
-      }
-      float* o = dst + ow * L;
-      hn::StoreU(hn::Min(hn::Max(a0, vlo), vhi), d, o);
-      hn::StoreU(hn::Min(hn::Max(a1, vlo), vhi), d, o + L);
-      hn::StoreU(hn::Min(hn::Max(a2, vlo), vhi), d, o + 2 * L);
-      hn::StoreU(hn::Min(hn::Max(a3, vlo), vhi), d, o + 3 * L);
-      hn::StoreU(hn::Min(hn::Max(a4, vlo), vhi), d, o + 4 * L);
-      hn::StoreU(hn::Min(hn::Max(a5, vlo), vhi), d, o + 5 * L);
-      hn::StoreU(hn::Min(hn::Max(a6, vlo), vhi), d, o + 6 * L);
-      hn::StoreU(hn::Min(hn::Max(a7, vlo), vhi), d, o + 7 * L);
+  // The chunk's output pixels as one run, p = (row - oh0) * OW + column, eight at a time:
+  // eight independent chains of taps FMAs (four left the FMA units waiting on latency),
+  // groups running on across rows. Row by row, a 7- or 14-wide row ended in pixels one
+  // chain at a time (taps x the FMA latency each).
+  const int64_t npx = (oh1 - oh0) * OW, row_step = sh * g.cols * L;
+  int64_t p = 0, r = 0, c = 0;  // (r, c): pixel p's row in the chunk and column
+  auto next_src = [&]() {
+    const float* src = xin + r * row_step + c * px;
+    if (++c == OW) c = 0, ++r;
+    return src;
+  };
+  for (; p + 8 <= npx; p += 8) {
+    const float *s0 = next_src(), *s1 = next_src(), *s2 = next_src(), *s3 = next_src();
+    const float *s4 = next_src(), *s5 = next_src(), *s6 = next_src(), *s7 = next_src();
+    V a0 = vb, a1 = vb, a2 = vb, a3 = vb, a4 = vb, a5 = vb, a6 = vb, a7 = vb;
+    for (int64_t t = 0; t < taps; ++t) {
+      const V wt = hn::Load(d, wv + t * L);
+      const int64_t o = off[t];
+      a0 = hn::MulAdd(wt, hn::LoadU(d, s0 + o), a0);
+      a1 = hn::MulAdd(wt, hn::LoadU(d, s1 + o), a1);
+      a2 = hn::MulAdd(wt, hn::LoadU(d, s2 + o), a2);
+      a3 = hn::MulAdd(wt, hn::LoadU(d, s3 + o), a3);
+      a4 = hn::MulAdd(wt, hn::LoadU(d, s4 + o), a4);
+      a5 = hn::MulAdd(wt, hn::LoadU(d, s5 + o), a5);
+      a6 = hn::MulAdd(wt, hn::LoadU(d, s6 + o), a6);
+      a7 = hn::MulAdd(wt, hn::LoadU(d, s7 + o), a7);
     }
-    for (; ow + 4 <= OW; ow += 4) {  // four pixels: four independent chains
-      V a0 = vb, a1 = vb, a2 = vb, a3 = vb;
-      const float* src = src0 + ow * px;
-      for (int64_t t = 0; t < taps; ++t) {
-        const V wt = hn::Load(d, wv + t * L);
-        const float* p = src + off[t];
-        a0 = hn::MulAdd(wt, hn::LoadU(d, p), a0);
-        a1 = hn::MulAdd(wt, hn::LoadU(d, p + px), a1);
-        a2 = hn::MulAdd(wt, hn::LoadU(d, p + 2 * px), a2);
-        a3 = hn::MulAdd(wt, hn::LoadU(d, p + 3 * px), a3);
-      }
-      hn::StoreU(hn::Min(hn::Max(a0, vlo), vhi), d, dst + ow * L);
-      hn::StoreU(hn::Min(hn::Max(a1, vlo), vhi), d, dst + (ow + 1) * L);
-      hn::StoreU(hn::Min(hn::Max(a2, vlo), vhi), d, dst + (ow + 2) * L);
-      hn::StoreU(hn::Min(hn::Max(a3, vlo), vhi), d, dst + (ow + 3) * L);
+    float* out = yout + p * L;
+    hn::StoreU(hn::Min(hn::Max(a0, vlo), vhi), d, out);
+    hn::StoreU(hn::Min(hn::Max(a1, vlo), vhi), d, out + L);
+    hn::StoreU(hn::Min(hn::Max(a2, vlo), vhi), d, out + 2 * L);
+    hn::StoreU(hn::Min(hn::Max(a3, vlo), vhi), d, out + 3 * L);
+    hn::StoreU(hn::Min(hn::Max(a4, vlo), vhi), d, out + 4 * L);
+    hn::StoreU(hn::Min(hn::Max(a5, vlo), vhi), d, out + 5 * L);
+    hn::StoreU(hn::Min(hn::Max(a6, vlo), vhi), d, out + 6 * L);
+    hn::StoreU(hn::Min(hn::Max(a7, vlo), vhi), d, out + 7 * L);
+  }
+  for (; p + 4 <= npx; p += 4) {  // four pixels: four independent chains
+    const float *s0 = next_src(), *s1 = next_src(), *s2 = next_src(), *s3 = next_src();
+    V a0 = vb, a1 = vb, a2 = vb, a3 = vb;
+    for (int64_t t = 0; t < taps; ++t) {
+      const V wt = hn::Load(d, wv + t * L);
+      const int64_t o = off[t];
+      a0 = hn::MulAdd(wt, hn::LoadU(d, s0 + o), a0);
+      a1 = hn::MulAdd(wt, hn::LoadU(d, s1 + o), a1);
+      a2 = hn::MulAdd(wt, hn::LoadU(d, s2 + o), a2);
+      a3 = hn::MulAdd(wt, hn::LoadU(d, s3 + o), a3);
     }
-    for (; ow < OW; ++ow) {
-      V a0 = vb;
-      const float* src = src0 + ow * px;
-      for (int64_t t = 0; t < taps; ++t) a0 = hn::MulAdd(hn::Load(d, wv + t * L), hn::LoadU(d, src + off[t]), a0);
-      hn::StoreU(hn::Min(hn::Max(a0, vlo), vhi), d, dst + ow * L);
-    }
+    float* out = yout + p * L;
+    hn::StoreU(hn::Min(hn::Max(a0, vlo), vhi), d, out);
+    hn::StoreU(hn::Min(hn::Max(a1, vlo), vhi), d, out + L);
+    hn::StoreU(hn::Min(hn::Max(a2, vlo), vhi), d, out + 2 * L);
+    hn::StoreU(hn::Min(hn::Max(a3, vlo), vhi), d, out + 3 * L);
+  }
+  for (; p < npx; ++p) {
+    const float* src = next_src();
+    V a0 = vb;
+    for (int64_t t = 0; t < taps; ++t) a0 = hn::MulAdd(hn::Load(d, wv + t * L), hn::LoadU(d, src + off[t]), a0);
+    hn::StoreU(hn::Min(hn::Max(a0, vlo), vhi), d, yout + p * L);
   }
   GatherBlockOut(yout, (oh1 - oh0) * OW, OH * OW, yb + oh0 * OW);
   }
