@@ -99,6 +99,17 @@ bool ConvPacked::use_dw_block(const kernels::ConvShape& s) const {
   return kernels::dwconv_block_transposes() && s.out[2] < 64;
 }
 
+kernels::ConvPlan ConvPacked::plan(const kernels::ConvShape& s, int threads) const {
+  std::lock_guard<std::mutex> lock(plan_mu_);
+  if (!plan_valid_ || plan_threads_ != threads || !(plan_shape_ == s)) {
+    plan_ = kernels::plan_conv(s, threads);
+    plan_shape_ = s;
+    plan_threads_ = threads;
+    plan_valid_ = true;
+  }
+  return plan_;
+}
+
 bool ConvPacked::use_winograd(const kernels::ConvShape& s) const {
   return winograd_.u && kernels::winograd_applies(s) && s.C == winograd_.C && s.M == winograd_.M &&
          winograd_pays(s.P(), s.C);
@@ -135,7 +146,7 @@ void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const f
   if (use_winograd(s)) return run_winograd(ctx, s, x, y, addend);
   if (!depthwise_) {
     const float lo = lo_, hi = hi_;
-    const kernels::ConvPlan p = kernels::plan_conv(s, threads);
+    const kernels::ConvPlan p = plan(s, threads);
     float* shared = nullptr;
     if (p.shared_b_floats > 0) {
       // B built once, its k-blocks over the workers, at the end of the scratch (the slots

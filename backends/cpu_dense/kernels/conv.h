@@ -33,6 +33,13 @@ struct ConvShape {
   int64_t Pin() const { return in[0] * in[1] * in[2]; }
   // B is X's rows: 1x1x1 kernel, stride 1, no padding (output == input grid).
   bool pointwise() const;
+  bool operator==(const ConvShape& o) const {
+    for (int i = 0; i < 3; ++i)
+      if (in[i] != o.in[i] || out[i] != o.out[i] || k[i] != o.k[i] || s[i] != o.s[i] || d[i] != o.d[i] ||
+          pb[i] != o.pb[i])
+        return false;
+    return N == o.N && C == o.C && M == o.M && group == o.group;
+  }
 };
 
 // ---- GEMM convolution ---------------------------------------------------------------
