@@ -48,15 +48,16 @@ struct ConvProblem {
   std::vector<double> want;
 };
 
-ConvProblem make_problem(std::mt19937& rng, const ConvSpec& c) {
+// W and B random, or `same_weights`' (a problem of another X shape, same layer).
+ConvProblem make_problem(std::mt19937& rng, const ConvSpec& c, const ConvProblem* same_weights = nullptr) {
   const size_t nsp = c.x.size() - 2;
   const int64_t N = c.x[0], C = c.x[1], Cg = C / c.group, M = c.M, Mg = M / c.group;
   std::vector<int64_t> ws{M, Cg};
   ws.insert(ws.end(), c.k.begin(), c.k.end());
   ConvProblem p;
   p.x = random_f32(rng, c.x);
-  p.w = random_f32(rng, ws);
-  p.b = random_f32(rng, {M});
+  p.w = same_weights ? same_weights->w : random_f32(rng, ws);
+  p.b = same_weights ? same_weights->b : random_f32(rng, {M});
   std::vector<int64_t> pb(nsp), pe(nsp), os(nsp);
   for (size_t i = 0; i < nsp; ++i) {
     pb[i] = c.pads.empty() ? 0 : c.pads[i];
@@ -386,6 +387,62 @@ TEST_SUITE("conv") {
       std::string kernel;
       check_conv(rng, g, Ctx::kSerial, false, true, nullptr, &kernel);
       CHECK(kernel == "f32_conv_gemm_6x2v__wrows");
+    }
+  }
+
+  TEST_CASE("Conv: one prepared kernel over several X shapes and thread counts") {
+    // The packed kernel keeps its last plan per shape and thread count (ConvPacked::plan):
+    // runs that change either must not reuse it. Prepared with X's dims hidden, then X of
+    // 28x28, 14x14 and 28x28 again, on 1, 8 and 4 threads; pointwise (the GEMM with B
+    // read in place), 3x3 stride 2 (B built) and depthwise.
+    std::mt19937 rng(29);
+    for (const ConvSpec& base : {ConvSpec{{1, 16, 28, 28}, 24, 1, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+                                 ConvSpec{{1, 8, 28, 28}, 20, 1, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
+                                 ConvSpec{{1, 16, 28, 28}, 16, 16, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}}) {
+      const ConvProblem first = make_problem(rng, base);
+      std::vector<Tensor> in{first.x, first.w, first.b};
+      in[1].as_constant();
+      in[2].as_constant();
+      std::vector<Tensor> out{Tensor::out(first.out_shape)};
+      struct Later {
+        ConvProblem p;
+        std::vector<Tensor> in, out;
+      };
+      std::vector<Later> later;
+      const std::pair<int64_t, Ctx> runs[] = {{14, Ctx::kChunky}, {28, Ctx::kTbb}, {14, Ctx::kSerial}, {28, Ctx::kSerial}};
+      for (const auto& run_spec : runs) {
+        ConvSpec c = base;
+        c.x[2] = c.x[3] = run_spec.first;
+        Later l{make_problem(rng, c, &first), {}, {}};
+        l.in = {l.p.x, first.w, first.b};
+        l.in[1].as_constant();
+        l.in[2].as_constant();
+        l.out = {Tensor::out(l.p.out_shape)};
+        later.push_back(std::move(l));
+      }
+      std::vector<Rerun> reruns;
+      for (size_t i = 0; i < later.size(); ++i) {
+        Rerun again;
+        again.inputs = &later[i].in;
+        again.outputs = &later[i].out;
+        again.ctx = runs[i].second;
+        reruns.push_back(again);
+      }
+      RunOptions o;
+      o.ctx = Ctx::kTbb;
+      o.hide_dims_at_prepare = true;
+      o.reruns = &reruns;
+      RunResult r = run(conv_node(base), in, out, o);
+      CAPTURE(base.group);
+      CAPTURE(shape_str(base.k));
+      REQUIRE_MESSAGE(r.ok(), r.error);
+      CHECK(r.kernel_name.find("f32_") == 0);  // the packed SIMD kernels, not the reference
+      CDT_CHECK_CLOSE(out[0].f(), first.want);
+      for (size_t i = 0; i < later.size(); ++i) {
+        CAPTURE(i);
+        REQUIRE_MESSAGE(reruns[i].status == MN_OK, reruns[i].error);
+        CDT_CHECK_CLOSE(later[i].out[0].f(), later[i].p.want);
+      }
     }
   }
 

@@ -107,11 +107,23 @@ struct RunResult {
   bool ok() const { return bid_ok && status == MN_OK; }
 };
 
+// A further run of the same prepared kernel (RunOptions::reruns): other tensors of the
+// same ranks (shapes may differ when the kernel was prepared with dims hidden), another
+// context; status and error are filled in.
+struct Rerun {
+  std::vector<Tensor>* inputs = nullptr;
+  std::vector<Tensor>* outputs = nullptr;
+  Ctx ctx = Ctx::kSerial;
+  mn_status status = MN_ERR_INTERNAL;
+  std::string error;
+};
+
 struct RunOptions {
   Ctx ctx = Ctx::kSerial;
   bool hide_dims_at_prepare = false;  // prepare with every dim of non-constant tensors -1
   bool skip_bid = false;              // prepare even when the bid refuses
   bool in_place = false;              // run with output 0 sharing input 0's buffer
+  std::vector<Rerun>* reruns = nullptr;  // run after the first one, in order
 };
 
 // The cpu_dense backend, exported through plugin::export_backend (as the plugin does).
