@@ -79,12 +79,12 @@ ConvPacked::ConvPacked(const float* w, int64_t M, int64_t Cg, int64_t taps, int6
 // (kernels/f32_dwconv_hwy.cc; 31 alternating runs) 144 x 56x56 490 -> 458 us, 96 x 112 ->
 // 56 796 -> 470, 144 x 56 -> 28 531 -> 175. 112-wide outputs stay planes (a row is seven
 // whole vectors; 32 x 112x112: 307 vs 379 us on the Xeon, 339 vs 356 on the Zen 3).
-// Where the plane kernel reads 3x3 layers' rows in place (stride 1 or 2, AVX-512:
-// kernels::dwconv_rows_applies) planes win from output rows of more than one vector on:
-// Zen 4, one layer alone, 61-101 runs, rows vs blocks: 144 x 56x56 174 vs 267 us, 192 x
-// 28x28 58 vs 68, stride 2 96 x 112 -> 56 245 vs 281, 144 x 56 -> 28 79 vs 89; 32 x
-// 112x112 139 vs 192 for the padded planes. 192 x 28 -> 14 (one vector) is even, 576 x 14
-// -> 7 twice as fast in blocks.
+// Where the plane kernel reads 3x3 layers' rows in place (AVX-512:
+// kernels::dwconv_rows_applies) it replaces the padded planes, not the blocks: one layer
+// alone it beat the blocks too (144 x 56x56 174 vs 267 us, 96 x 112 -> 56 245 vs 281),
+// but in mobilenet_v2 (per-node minimums of 6 alternating runs of two builds, both
+// orders) 144 x 56x56 took 1.21x the blocks' time, the stride-2 layers into 56 and 28
+// wide 1.03-1.04x; 32 x 112x112 0.74-0.82x the padded plane's.
 namespace {
 // The plane kernel's scratch: none where it reads X's rows in place.
 int64_t dw_plane_slot_floats(const kernels::ConvShape& s) {
@@ -94,7 +94,6 @@ int64_t dw_plane_slot_floats(const kernels::ConvShape& s) {
 
 bool ConvPacked::use_dw_block(const kernels::ConvShape& s) const {
   if (!kernels::dwconv_block_applies(s)) return false;
-  if (s.out[2] > kernels::dwconv_block_lanes() && kernels::dwconv_rows_applies(s)) return false;
   if (s.out[2] < 2 * kernels::dwconv_block_lanes()) return true;
   return kernels::dwconv_block_transposes() && s.out[2] < 64;
 }
