@@ -85,13 +85,6 @@ ConvPacked::ConvPacked(const float* w, int64_t M, int64_t Cg, int64_t taps, int6
 // but in mobilenet_v2 (per-node minimums of 6 alternating runs of two builds, both
 // orders) 144 x 56x56 took 1.21x the blocks' time, the stride-2 layers into 56 and 28
 // wide 1.03-1.04x; 32 x 112x112 0.74-0.82x the padded plane's.
-namespace {
-// The plane kernel's scratch: none where it reads X's rows in place.
-int64_t dw_plane_slot_floats(const kernels::ConvShape& s) {
-  return kernels::dwconv_rows_applies(s) ? 0 : kernels::dwconv_slot_floats(s);
-}
-}  // namespace
-
 bool ConvPacked::use_dw_block(const kernels::ConvShape& s) const {
   if (!kernels::dwconv_block_applies(s)) return false;
   if (s.out[2] < 2 * kernels::dwconv_block_lanes()) return true;
@@ -100,11 +93,10 @@ bool ConvPacked::use_dw_block(const kernels::ConvShape& s) const {
 
 kernels::ConvPlan ConvPacked::plan(const kernels::ConvShape& s, int threads) const {
   std::lock_guard<std::mutex> lock(plan_mu_);
-  if (!plan_valid_ || plan_threads_ != threads || !(plan_shape_ == s)) {
+  if (plan_threads_ != threads || !(plan_shape_ == s)) {
     plan_ = kernels::plan_conv(s, threads);
     plan_shape_ = s;
     plan_threads_ = threads;
-    plan_valid_ = true;
   }
   return plan_;
 }
@@ -124,7 +116,7 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s) const {
     return size_t(max_scratch_slots(s.N * s.M / kernels::dwconv_block_lanes(), kernels::dwconv_block_slot_floats(s))) *
            size_t(kernels::dwconv_block_slot_floats(s)) * sizeof(float);
   if (depthwise_)
-    return size_t(std::min<int64_t>(s.N * s.M, kernels::kConvMaxSlots)) * size_t(dw_plane_slot_floats(s)) *
+    return size_t(std::min<int64_t>(s.N * s.M, kernels::kConvMaxSlots)) * size_t(kernels::dwconv_plane_slot_floats(s)) *
            sizeof(float);
   // The widest column block (one thread's plan) and the most tasks any thread count
   // gives: every column panel and row panel its own task.
@@ -181,7 +173,7 @@ void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const f
                    kernels::dwconv_block(s, bl, x, w, b, y, slot, lo, hi);
                  });
   } else {
-    run_in_slots(ctx, s.N * s.M, dw_plane_slot_floats(s), "depthwise conv",
+    run_in_slots(ctx, s.N * s.M, kernels::dwconv_plane_slot_floats(s), "depthwise conv",
                  [&](int64_t pl, float* slot) { kernels::dwconv_plane(s, pl, x, w, b, y, slot, lo, hi); });
   }
   if (!addend) return;

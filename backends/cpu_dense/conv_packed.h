@@ -99,9 +99,9 @@ class ConvPacked {
   kernels::ConvWeights gemm_;
   kernels::WinogradWeights winograd_;
   kernels::FloatBuf dw_w_, dw_b_;
-  // The last plan (sessions sharing the model may run the node at once).
+  // The last plan (sessions sharing the model may run the node at once); none while
+  // plan_threads_ is 0.
   mutable std::mutex plan_mu_;
-  mutable bool plan_valid_ = false;
   mutable int plan_threads_ = 0;
   mutable kernels::ConvShape plan_shape_;
   mutable kernels::ConvPlan plan_;

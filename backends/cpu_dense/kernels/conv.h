@@ -130,6 +130,9 @@ inline bool dwconv_rows_shape(const ConvShape& s) {
   return s.s[1] == 2 && s.out[1] == (s.in[1] - 1) / 2 + 1 && s.out[2] == (s.in[2] - 1) / 2 + 1;
 }
 bool dwconv_rows_applies(const ConvShape& s);
+// dwconv_plane's scratch per plane: the padded plane (dwconv_slot_floats), or none where
+// it reads X's rows in place.
+int64_t dwconv_plane_slot_floats(const ConvShape& s);
 // Output plane `plane` = n * M + m of y; w: [M, kh * kw]; bias [M] or null.
 void dwconv_plane(const ConvShape& s, int64_t plane, const float* x, const float* w,
                   const float* bias, float* y, float* slot, float lo, float hi);

@@ -294,14 +294,14 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
   const bool direct = s.pointwise();
   const bool windowed = window_applies(s);
   const bool subsampled = subsample_applies(s);
-  // The tables that build B (none when the tasks read the shared B).
-  const bool tables = !shared_b;
+  // Whether this task builds its B (and the tables that do), or reads the shared B.
+  const bool build = !shared_b;
   int32_t* sub_tab = reinterpret_cast<int32_t*>(slot + p.kc * p.nc);
-  if (subsampled && tables) subsample_offsets(s, j0, cols, sub_tab);
-  const WindowGeom wg = windowed && tables ? window_geom(s, j0, j1) : WindowGeom{};
-  const WindowRuns runs = windowed && tables ? window_runs(s, wg, j0, cols, nr,
-                                                           reinterpret_cast<int32_t*>(slot + p.kc * p.nc))
-                                             : WindowRuns{};
+  if (subsampled && build) subsample_offsets(s, j0, cols, sub_tab);
+  const WindowGeom wg = windowed && build ? window_geom(s, j0, j1) : WindowGeom{};
+  const WindowRuns runs = windowed && build ? window_runs(s, wg, j0, cols, nr,
+                                                          reinterpret_cast<int32_t*>(slot + p.kc * p.nc))
+                                            : WindowRuns{};
 
   const bool build_only = build_b != nullptr;
   for (int64_t k0 = build_only ? build_kb * p.kc : 0; k0 < K; k0 += p.kc) {
@@ -310,7 +310,6 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
     // block being built), read at bb / bt (the shared block when given one).
     float* bw = build_only ? build_b + k0 / p.kc * p.shared_block : slot;
     float* btw = build_only ? bw + p.shared_dot_off : slot + p.dot_off;
-    const bool build = tables;
     const float* bb = build ? bw : shared_b + k0 / p.kc * p.shared_block;
     const float* bt = build ? btw : bb + p.shared_dot_off;
     // B in panel layout, [NR-column panel][kc][NR]: each tile reads one contiguous,

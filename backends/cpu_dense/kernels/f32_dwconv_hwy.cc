@@ -1027,6 +1027,7 @@ void dwconv_plane(const ConvShape& s, int64_t plane, const float* x, const float
 int64_t dwconv_block_lanes() { return HWY_DYNAMIC_DISPATCH(DwLanesImpl)(); }
 bool dwconv_block_transposes() { return HWY_DYNAMIC_DISPATCH(TransposesImpl)(); }
 bool dwconv_rows_applies(const ConvShape& s) { return HWY_DYNAMIC_DISPATCH(RowsImplApplies)(s); }
+int64_t dwconv_plane_slot_floats(const ConvShape& s) { return dwconv_rows_applies(s) ? 0 : dwconv_slot_floats(s); }
 
 // What both channel-blocked kernels need: a 2-D window (the D axis trivial), channels in
 // whole vectors, at most max_taps taps, and planes the 32-bit gather indices can span.

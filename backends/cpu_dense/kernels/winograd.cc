@@ -81,6 +81,8 @@ constexpr int64_t kMaxKC = 256;  // as the im2col GEMM: a 6 x KC panel of U stay
 // maps: one block, plan_winograd.
 constexpr int64_t kBlockBytes = 256 * 1024;
 constexpr int64_t kMaxBlockPanels = 16;
+// Tiles in the last panel (1..NR) of a block of `count` tiles.
+int64_t last_panel_tiles(int64_t count, int64_t nr) { return count - (count - 1) / nr * nr; }
 }  // namespace
 
 WinogradPlan plan_winograd(const ConvShape& s) {
@@ -109,7 +111,7 @@ WinogradPlan plan_winograd(const ConvShape& s) {
   // V [16][nt / nr][C][nr], M [16][M][nt], then the last block's dot columns' transposed
   // V (16 x dots x C; block_view; the other blocks' panels are whole).
   const int64_t last = p.tiles - (p.blocks - 1) * p.nt;
-  const int64_t dots = gemm_half_tail_dots(last - (last - 1) / nr * nr, nr);
+  const int64_t dots = gemm_half_tail_dots(last_panel_tiles(last, nr), nr);
   p.slot_floats = 16 * winograd_stride(p.nt * s.C) + 16 * winograd_stride(s.M * p.nt) + 16 * dots * s.C;
   return p;
 }
@@ -171,7 +173,7 @@ BlockView block_view(const ConvShape& s, const WinogradPlan& p, int64_t b, float
   v.Mb = slot + 16 * xf.v_stride;
   v.bt = v.Mb + 16 * xf.m_stride;
   v.last_q = (xf.count - 1) / nr;
-  v.rem = xf.count - v.last_q * nr;
+  v.rem = last_panel_tiles(xf.count, nr);
   v.dots = gemm_half_tail_dots(v.rem, nr);
   return v;
 }
