@@ -330,9 +330,11 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
     // 28x28 0.80-0.87x, 128 -> 16 at 55x55 0.71-0.81x, 256 -> 32 at 27x27 0.84-0.91x,
     // 384 -> 64 at 14x14 0.85-0.92x, 1024 -> 64 at 4x4 0.77x, and with 96 rows of W
     // 576 -> 96 and 384 -> 96 at 14x14 0.91-0.93x (2 threads: unchanged); with 160
-    // (960 -> 160 at 7x7) the copy is amortised and in place lost (1.2x).
-    const bool b_in_place =
-        direct && ((nr >= 32 && Mg <= 64) || (nr == 16 && Mg <= 96 && rows_spread(P, kc)));
+    // (960 -> 160 at 7x7) the copy is amortised and in place lost (1.2x). On the Zen 4
+    // (AVX-512) 96 rows in place too (the Xeon's limit was 64): mobilenet_v2's 576 -> 96
+    // and 384 -> 96 at 14x14, per-node minimums of 6 alternating `--profile` runs of two
+    // builds, 0.92-0.97x at 1 thread in both orders, 0.98-0.99x at 2.
+    const bool b_in_place = direct && Mg <= 96 && (nr >= 32 || (nr == 16 && rows_spread(P, kc)));
     const int64_t whole_cols = cols / nr * nr;  // in place: the panels of NR whole columns
     if (!build) {
       // Built by conv_gemm_build_b.

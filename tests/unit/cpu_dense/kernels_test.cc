@@ -252,7 +252,8 @@ TEST_CASE("GEMM convolution matches the reference") {
       // rows 1 KB apart (16x16: 4 L1 set pairs): K in blocks of 16 at NR 16 and 32 (three
       // k-blocks, B in place), two images
       {2, 40, 16, 1, {1, 16, 16}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
-      // 96 output channels over spread rows (14x14): in place with AVX2, copied elsewhere
+      // 96 output channels over spread rows (14x14): in place with AVX2 and AVX-512,
+      // copied with 8-wide panels (NEON, SSE4)
       {1, 70, 96, 1, {1, 14, 14}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       // 1x1 with stride or padding (im2col path)
       {1, 5, 7, 1, {1, 9, 10}, {1, 1, 1}, {1, 2, 2}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
@@ -288,9 +289,11 @@ TEST_CASE("GEMM convolution matches the reference") {
       // a tail a little over half a panel: a one-vector tile of NR / 2 columns, then dot
       // columns from the middle of the last panel (7x7: 49 = 32 + 16 + 1; 5x5: 25 = 16 +
       // 8 + 1; 1x13: 13 = 8 + 4 + 1), with several k-blocks (1100 > AVX2's deepest KC),
-      // B read in place (20 output channels) and copied (70)
+      // B read in place (20 and 70 output channels with 16- and 32-wide panels) and copied
+      // (110: more than 96 rows of W)
       {1, 300, 20, 1, {1, 7, 7}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       {1, 300, 70, 1, {1, 7, 7}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      {1, 300, 110, 1, {1, 7, 7}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       {1, 1100, 9, 1, {1, 5, 5}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       {1, 40, 13, 1, {1, 1, 13}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       // a B block over 64 KB (W blocks of 16 row panels, not one panel at a time), M over
