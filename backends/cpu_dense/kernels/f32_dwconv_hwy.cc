@@ -924,7 +924,89 @@ bool MaxPlaneStride2(const ConvShape& s, const float* xp, float* yp, float* buf)
 #endif
 }
 
+// 3x3 windows, stride 2 both ways, dilation 1, padding 0 or 1 before (squeezenet1_1's and
+// resnet's pools), on AVX-512: the input rows read in place, 16 outputs a vector. Per input
+// row, the horizontal max of each output's three columns 2 o - pl, + 1, + 2: the even and
+// odd lanes of the vector pair loaded at 2 o0 - pl (ConcatEven / ConcatOdd) and the even
+// lanes of the pair loaded 2 floats on; then each output row is the max of three such
+// rows, two output rows from five input rows (the middle one shared). Masked loads (-inf
+// in the lanes off the row) at the row ends and a masked store of the last vector: no
+// padded copy, no row buffer, no transposes. NaN: the first pair's lanes and the second
+// pair's last vector (every column a window reads: the last output of a full vector reads
+// one column past the first pair) are summed and the sum checked, as in MaxPlaneStride2
+// (false: the caller takes the general kernel).
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#define MINNOW_MAX_ROWS 1
+constexpr int64_t kMaxRowsPlaneBytes = 16 * 1024;
+bool MaxRows3x3S2Shape(const ConvShape& s) {
+  return s.in[1] * s.in[2] * int64_t(sizeof(float)) <= kMaxRowsPlaneBytes && s.k[0] == 1 && s.in[0] == 1 && s.k[1] == 3 && s.k[2] == 3 && s.s[1] == 2 && s.s[2] == 2 &&
+         s.d[1] == 1 && s.d[2] == 1 && s.pb[1] <= 1 && s.pb[2] <= 1;
+}
+bool MaxRows3x3S2Plane(const ConvShape& s, const float* xp, float* yp) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  using M = hn::Mask<decltype(d)>;
+  constexpr int64_t L = HWY_LANES(float);
+  const int64_t IH = s.in[1], IW = s.in[2], OH = s.out[1], OW = s.out[2];
+  const int64_t ph = s.pb[1], pl = s.pb[2];
+  const V ninf = hn::Set(d, -std::numeric_limits<float>::infinity());
+  auto lanes_in = [&](int64_t a) {  // lanes of a vector loaded at column a inside the row
+    const M m = hn::FirstN(d, static_cast<size_t>(std::max<int64_t>(0, IW - a)));
+    return a < 0 ? hn::AndNot(hn::FirstN(d, static_cast<size_t>(-a)), m) : m;
+  };
+  V sum = hn::Zero(d);
+  for (int64_t o0 = 0; o0 < OW; o0 += L) {
+    const int64_t c = 2 * o0 - pl;  // the first output's first column
+    const bool inner = c >= 0 && c + 2 * L + 2 <= IW;
+    const M m0 = lanes_in(c), m1 = lanes_in(c + L), m2 = lanes_in(c + 2), m3 = lanes_in(c + 2 + L);
+    const M mo = hn::FirstN(d, static_cast<size_t>(OW - o0));
+    const bool full = o0 + L <= OW;
+    // The horizontal maxima of input row r (-inf for rows off the plane).
+    auto row = [&](int64_t r) {
+      if (r < 0 || r >= IH) return ninf;
+      const float* xr = xp + r * IW + c;
+      V a0, a1, b0, b1;
+      if (inner) {
+        a0 = hn::LoadU(d, xr);
+        a1 = hn::LoadU(d, xr + L);
+        b0 = hn::LoadU(d, xr + 2);
+        b1 = hn::LoadU(d, xr + 2 + L);
+        sum = hn::Add(sum, hn::Add(hn::Add(a0, a1), b1));
+      } else {  // zeros off the row (summed as such), then -inf there
+        a0 = hn::MaskedLoad(m0, d, xr);
+        a1 = hn::MaskedLoad(m1, d, xr + L);
+        b1 = hn::MaskedLoad(m3, d, xr + 2 + L);
+        sum = hn::Add(sum, hn::Add(hn::Add(a0, a1), b1));
+        a0 = hn::IfThenElse(m0, a0, ninf);
+        a1 = hn::IfThenElse(m1, a1, ninf);
+        b0 = hn::IfThenElse(m2, hn::MaskedLoad(m2, d, xr + 2), ninf);
+        b1 = hn::IfThenElse(m3, b1, ninf);
+      }
+      return hn::Max(hn::Max(hn::ConcatEven(d, a1, a0), hn::ConcatOdd(d, a1, a0)), hn::ConcatEven(d, b1, b0));
+    };
+    V first = row(-ph);  // input row 2 oh - ph, the previous output row's last
+    for (int64_t oh = 0; oh < OH; oh += 2) {
+      const int64_t ih = 2 * oh - ph;
+      const V r2 = row(ih + 2);
+      const V out0 = hn::Max(hn::Max(first, row(ih + 1)), r2);
+      float* yr = yp + oh * OW + o0;
+      if (full) hn::StoreU(out0, d, yr); else hn::BlendedStore(out0, mo, d, yr);
+      if (oh + 1 >= OH) break;
+      first = row(ih + 4);
+      const V out1 = hn::Max(hn::Max(r2, row(ih + 3)), first);
+      if (full) hn::StoreU(out1, d, yr + OW); else hn::BlendedStore(out1, mo, d, yr + OW);
+    }
+  }
+  return hn::AllFalse(d, hn::IsNaN(sum));
+}
+#endif
+
 void MaxPlaneImpl(const ConvShape& s, int64_t plane, const float* x, float* y, float* slot) {
+#ifdef MINNOW_MAX_ROWS
+  if (MaxRows3x3S2Shape(s) && MaxRows3x3S2Plane(s, x + plane * s.in[1] * s.in[2], y + plane * s.out[1] * s.out[2]))
+    return;
+#endif
+#undef MINNOW_MAX_ROWS
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));

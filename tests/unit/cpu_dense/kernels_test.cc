@@ -600,9 +600,10 @@ TEST_CASE("direct max pooling matches the reference (pads, strides, dilation, ce
   CHECK(count > 100);
   // Stride-2 planes read in place (maxpool_plane_reads_rows) check every float a window
   // reads for NaN, those of the last vector's third tap too: a NaN at each position in
-  // turn, 1-3 taps a row, rows of one and two vectors plus a tail.
+  // turn, 1-3 taps a row, rows of one and two vectors plus a tail; 33 and 34 wide: 16
+  // outputs whose last reads column 32, past the first 32 (AVX-512's 3x3 rows).
   for (int64_t kw : {1, 2, 3})
-    for (int64_t w : {35, 36, 70, 75}) {
+    for (int64_t w : {33, 34, 35, 36, 70, 75}) {
       ConvCase c{1, 1, 1, 1, {1, 3, w}, {1, 3, kw}, {1, 2, 2}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}};
       ConvShape s = shape_of(c);
       const std::vector<float> base = randn(rng, size_t(s.Pin()));
@@ -622,13 +623,14 @@ TEST_CASE("direct max pooling matches the reference (pads, strides, dilation, ce
     }
   // Stride-2 rows (maxpool_plane_reads_rows): 1-3 taps each way, top / left padding, a
   // partial last window, outputs of 8 (one vector) to 56 wide (13, 27, 55: squeezenet1_1's
-  // pools; 56 with a padded left column: resnet's), a NaN or infinities (a false alarm:
-  // the general kernel) in some planes.
+  // pools; 56 with a padded left column: resnet's; 32 and 33 wide rows: 16 outputs whose
+  // last window ends on or past the row end), a NaN or infinities (a false alarm: the
+  // general kernel) in some planes.
   int rows_planes = 0;
   for (int64_t kh : {1, 2, 3})
     for (int64_t kw : {1, 2, 3})
       for (int64_t pad : {0, 1})
-        for (int64_t w : {16, 17, 27, 28, 55, 111, 112})
+        for (int64_t w : {16, 17, 27, 28, 32, 33, 55, 111, 112})
           for (int64_t extra : {0, 1}) {
             if (pad >= kw || pad >= kh) continue;
             ConvCase c{1, 2, 2, 2, {1, 5 + w % 4, w}, {1, kh, kw}, {1, 2, 2}, {1, 1, 1},
