@@ -65,7 +65,7 @@ ConvPacked::ConvPacked(const float* w, int64_t M, int64_t Cg, int64_t taps, int6
       std::memcpy(dw_b_.get(), bias, size_t(M) * sizeof(float));
     }
   } else {
-    gemm_ = kernels::pack_conv_weights(w, M, Cg * taps, group, bias);
+    gemm_ = kernels::pack_conv_weights(w, M, Cg * taps, group, bias, kernels::ConvPack::kInPlace, taps == 1);
   }
 }
 

@@ -65,6 +65,7 @@ class ConvPacked {
   const char* name() const {
     if (depthwise_) return "f32_dwconv_direct";
     if (winograd_.u) return "f32_conv3x3_winograd_f2x2__6x2v";
+    if (gemm_.tall) return "f32_conv_gemm_16x1v__tall";  // pointwise runs; strided 1x1 take 6x2v
     return gemm_.in_place ? "f32_conv_gemm_6x2v__wrows" : "f32_conv_gemm_6x2v";
   }
   size_t scratch_bytes(const kernels::ConvShape& s) const;

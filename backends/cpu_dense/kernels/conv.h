@@ -58,10 +58,15 @@ struct ConvWeights {
   bool in_place = false;             // true: `groups` is empty, W is read at run time
   std::vector<PackedA> groups;
   FloatBuf bias;  // [M] or null
+  // W k-major for tall tiles (gemm_tall_tile): a 1x1 kernel, one group, W read in place,
+  // as many rows as gemm_tall_pays takes; else null. conv_gemm_task uses it for pointwise
+  // convs (B read in place) run in one row chunk.
+  FloatBuf tall;
 };
-// w: [M, K] (OIHW flattened), bias [M] or null.
+// w: [M, K] (OIHW flattened), bias [M] or null. `one_by_one`: a 1x1 kernel (its W may
+// also be packed for tall tiles).
 ConvWeights pack_conv_weights(const float* w, int64_t M, int64_t K, int64_t group,
-                              const float* bias, ConvPack how = ConvPack::kInPlace);
+                              const float* bias, ConvPack how = ConvPack::kInPlace, bool one_by_one = false);
 
 // How one run is split: tasks = N * group * row chunks * column blocks (task t: column
 // block t % col_blocks, row chunk t / col_blocks % m_chunks, then group, then image).

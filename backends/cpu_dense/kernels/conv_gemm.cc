@@ -69,7 +69,7 @@ bool ConvShape::pointwise() const {
 }
 
 ConvWeights pack_conv_weights(const float* w, int64_t M, int64_t K, int64_t group,
-                              const float* bias, ConvPack how) {
+                              const float* bias, ConvPack how, bool one_by_one) {
   ConvWeights cw;
   cw.M = M;
   cw.group = group;
@@ -78,6 +78,7 @@ ConvWeights pack_conv_weights(const float* w, int64_t M, int64_t K, int64_t grou
   const int64_t Mg = M / group;
   if (!cw.in_place)
     for (int64_t g = 0; g < group; ++g) cw.groups.push_back(pack_a(w + g * Mg * K, Mg, K, K));
+  if (one_by_one && cw.in_place && group == 1 && gemm_tall_pays(M)) cw.tall = pack_tall(w, M, K);
   if (bias) {
     cw.bias = alloc_floats(size_t(M));
     std::memcpy(cw.bias.get(), bias, size_t(M) * sizeof(float));
@@ -166,7 +167,12 @@ ConvPlan plan_conv(const ConvShape& s, int threads) {
   // alternating `--profile` runs) 302 -> 239 us at 1 thread, 132 -> 104 at 2. On 56x56
   // maps (16 set pairs: 96 -> 24, 144 -> 24) the layer alone gained 0.85-0.93x at 1
   // thread, but not at 2 (1.0-1.09x) nor in the model (1.08x), so they keep one k-block.
-  if ((nr == 16 || (nr >= 32 && l1_sets_of_rows(P) <= 4)) && s.pointwise() && s.Mg() <= 32) {
+  // Not for tall tiles (13-16 or 29-32 rows on AVX-512): they read each B strip once,
+  // nothing of it needs to stay in L1, and one k-block writes C once. Zen 4, 32 -> 16 at
+  // 112x112 in mobilenet_v2, per-node medians of 6 alternating runs of two builds, both
+  // orders: tall tiles with the split 0.89-0.92x the time of 6-row tiles, without 0.79-0.85x.
+  const bool tall = s.group == 1 && gemm_tall_pays(s.Mg());
+  if ((nr == 16 || (nr >= 32 && l1_sets_of_rows(P) <= 4)) && s.pointwise() && s.Mg() <= 32 && !tall) {
     const int64_t spread_kc = kSpreadRowsPerSet * l1_sets_of_rows(P);  // rows_spread's limit
     kchunks = std::max(kchunks, (K + spread_kc - 1) / spread_kc);
   }
@@ -397,7 +403,15 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
     // 10.6 -> 19.2 and first conv (3x3 s2, K = 27) 13.5 -> 28.0; layers with larger blocks
     // unchanged (a chain of mobilenet_v2's first layers, input written by the one before:
     // 16 -> 96 3222 -> 1268 us, 24 -> 144 1310 -> 588 us).
-    const int64_t mcp = kc * cols * int64_t(sizeof(float)) <= kRowsOuterMaxBytes ? 1 : kMcPanels;
+    // Tall tiles (gemm.h): 16 rows at a time per half panel, the B strip read once or twice
+    // rather than once per 6 rows. Zen 4, per-node medians of 6-8 alternating `--profile`
+    // runs of two builds in both orders (1 / 2 threads): mobilenet_v2's 32 -> 16 at 112x112
+    // 0.79-0.85x / 0.97x the time, 144 / 192 -> 32 at 28x28 0.95-0.98x / 0.92-0.99x;
+    // squeezenet1_1's 64 -> 16 at 55x55 ~0.85x / 0.82-0.87x, 128 / 256 -> 32 at 27x27
+    // ~0.92x / 0.86-0.93x (against unchanged layers). With a last tile of 8 rows (24
+    // channels: 16 + 8, half its FMAs on zero rows) 1.14-1.25x: gemm_tall_pays.
+    const bool tall = b_in_place && w.tall && p.m_chunks == 1;
+    const int64_t mcp = tall ? pi1 - pi0 : kc * cols * int64_t(sizeof(float)) <= kRowsOuterMaxBytes ? 1 : kMcPanels;
     int64_t dot_r0 = pi0 * kGemmMR;  // first row the dot tiles have not done yet
     for (int64_t pb = pi0; pb < pi1; pb += mcp) {
       for (int64_t jq = 0; jq < full_cols; jq += nr) {
@@ -410,6 +424,23 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
             for (int64_t kk = 0; kk < kc; ++kk) __builtin_prefetch(tile.b + kk * P + nr, 0, 3);
         }
         tile.nr = static_cast<int>(std::min(nr, full_cols - jq));
+        if (tall) {
+          for (int64_t r0 = 0; r0 < Mg; r0 += kGemmTallRows)
+            for (int64_t h = 0; h < tile.nr; h += nr / 2) {
+              Tile tt = tile;
+              tt.b = tile.b + h;
+              tt.nr = static_cast<int>(std::min<int64_t>(nr / 2, tile.nr - h));
+              tt.a = w.tall.get() + (r0 * K + k0 * kGemmTallRows);
+              tt.mr = static_cast<int>(std::min<int64_t>(kGemmTallRows, Mg - r0));
+              tt.c = yg + r0 * P + j0 + jq + h;
+              e.bias = (k0 == 0 && w.bias) ? w.bias.get() + r0 : nullptr;
+              e.addend = last && rg ? rg + r0 * P + j0 + jq + h : nullptr;
+              if (k0 == 0) prefetch_tile_rows(tt.c, P, tt.mr, tt.nr, true);
+              if (e.addend) prefetch_tile_rows(e.addend, P, tt.mr, tt.nr, false);
+              gemm_tall_tile(tt, e);
+            }
+          continue;
+        }
         for (int64_t pi = pb; pi < std::min(pi1, pb + mcp); ++pi) {
           const int64_t i0 = pi * kGemmMR;
           // The first column panel of a block brings each row panel of W in from memory

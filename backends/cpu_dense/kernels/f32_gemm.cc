@@ -100,6 +100,15 @@ PackedA pack_a(const float* a, int64_t M, int64_t K, int64_t lda) {
   return p;
 }
 
+FloatBuf pack_tall(const float* a, int64_t M, int64_t K) {
+  const int64_t blocks = (M + kGemmTallRows - 1) / kGemmTallRows;
+  FloatBuf t = alloc_floats(size_t(blocks * K) * kGemmTallRows);  // zeros: rows past M
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t k = 0; k < K; ++k)
+      t[size_t((i / kGemmTallRows * K + k) * kGemmTallRows + i % kGemmTallRows)] = a[i * K + k];
+  return t;
+}
+
 void gemm_ref(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_rs, int64_t a_cs,
               const float* b, int64_t b_rs, int64_t b_cs, float* c, int64_t ldc,
               const Epilogue& e) {

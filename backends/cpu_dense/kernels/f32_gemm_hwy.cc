@@ -191,6 +191,63 @@ void TileImpl(const Tile& t, const Epilogue& e) {
   TileRowsImpl<6, 2>(t, e);
 }
 
+// Tall tile (gemm.h): 16 rows x one vector, A k-major, each A value an embedded-broadcast
+// FMA operand; 16 accumulators + B in AVX-512's 32 registers.
+bool TallAvailableImpl() { return HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL; }
+void TallImpl(const Tile& t, const Epilogue& e) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  V c0 = hn::Zero(d), c1 = hn::Zero(d), c2 = hn::Zero(d), c3 = hn::Zero(d);
+  V c4 = hn::Zero(d), c5 = hn::Zero(d), c6 = hn::Zero(d), c7 = hn::Zero(d);
+  V c8 = hn::Zero(d), c9 = hn::Zero(d), c10 = hn::Zero(d), c11 = hn::Zero(d);
+  V c12 = hn::Zero(d), c13 = hn::Zero(d), c14 = hn::Zero(d), c15 = hn::Zero(d);
+  const float* a = t.a;
+  const float* b = t.b;
+  const int64_t ldb = t.ldb;
+#pragma GCC unroll 2
+  for (int64_t k = 0; k < t.K; ++k, a += kGemmTallRows, b += ldb) {
+    const V bv = hn::LoadU(d, b);
+    c0 = hn::MulAdd(hn::Set(d, a[0]), bv, c0);
+    c1 = hn::MulAdd(hn::Set(d, a[1]), bv, c1);
+    c2 = hn::MulAdd(hn::Set(d, a[2]), bv, c2);
+    c3 = hn::MulAdd(hn::Set(d, a[3]), bv, c3);
+    c4 = hn::MulAdd(hn::Set(d, a[4]), bv, c4);
+    c5 = hn::MulAdd(hn::Set(d, a[5]), bv, c5);
+    c6 = hn::MulAdd(hn::Set(d, a[6]), bv, c6);
+    c7 = hn::MulAdd(hn::Set(d, a[7]), bv, c7);
+    c8 = hn::MulAdd(hn::Set(d, a[8]), bv, c8);
+    c9 = hn::MulAdd(hn::Set(d, a[9]), bv, c9);
+    c10 = hn::MulAdd(hn::Set(d, a[10]), bv, c10);
+    c11 = hn::MulAdd(hn::Set(d, a[11]), bv, c11);
+    c12 = hn::MulAdd(hn::Set(d, a[12]), bv, c12);
+    c13 = hn::MulAdd(hn::Set(d, a[13]), bv, c13);
+    c14 = hn::MulAdd(hn::Set(d, a[14]), bv, c14);
+    c15 = hn::MulAdd(hn::Set(d, a[15]), bv, c15);
+  }
+  const bool full = t.nr == static_cast<int>(hn::Lanes(d));
+  const V lo = hn::Set(d, e.lo), hi = hn::Set(d, e.hi);
+  FinishTileRow<1>(d, c0, c0, 0, t, e, full, lo, hi);
+  if (t.mr > 1) FinishTileRow<1>(d, c1, c1, 1, t, e, full, lo, hi);
+  if (t.mr > 2) FinishTileRow<1>(d, c2, c2, 2, t, e, full, lo, hi);
+  if (t.mr > 3) FinishTileRow<1>(d, c3, c3, 3, t, e, full, lo, hi);
+  if (t.mr > 4) FinishTileRow<1>(d, c4, c4, 4, t, e, full, lo, hi);
+  if (t.mr > 5) FinishTileRow<1>(d, c5, c5, 5, t, e, full, lo, hi);
+  if (t.mr > 6) FinishTileRow<1>(d, c6, c6, 6, t, e, full, lo, hi);
+  if (t.mr > 7) FinishTileRow<1>(d, c7, c7, 7, t, e, full, lo, hi);
+  if (t.mr > 8) FinishTileRow<1>(d, c8, c8, 8, t, e, full, lo, hi);
+  if (t.mr > 9) FinishTileRow<1>(d, c9, c9, 9, t, e, full, lo, hi);
+  if (t.mr > 10) FinishTileRow<1>(d, c10, c10, 10, t, e, full, lo, hi);
+  if (t.mr > 11) FinishTileRow<1>(d, c11, c11, 11, t, e, full, lo, hi);
+  if (t.mr > 12) FinishTileRow<1>(d, c12, c12, 12, t, e, full, lo, hi);
+  if (t.mr > 13) FinishTileRow<1>(d, c13, c13, 13, t, e, full, lo, hi);
+  if (t.mr > 14) FinishTileRow<1>(d, c14, c14, 14, t, e, full, lo, hi);
+  if (t.mr > 15) FinishTileRow<1>(d, c15, c15, 15, t, e, full, lo, hi);
+#else
+  (void)t, (void)e;
+#endif
+}
+
 // Dot tiles (gemm.h, DotTile): 8 rows x 1 column or 4 rows x 2 columns, k along the
 // lanes, eight accumulators (enough independent FMA chains), one reduction per output.
 template <class D, class V>
@@ -282,11 +339,15 @@ HWY_EXPORT(NrImpl);
 HWY_EXPORT(TargetImpl);
 HWY_EXPORT(TileImpl);
 HWY_EXPORT(DotImpl);
+HWY_EXPORT(TallAvailableImpl);
+HWY_EXPORT(TallImpl);
 
 int gemm_nr() { return HWY_DYNAMIC_DISPATCH(NrImpl)(); }
 const char* simd_target_name() { return HWY_DYNAMIC_DISPATCH(TargetImpl)(); }
 void gemm_tile(const Tile& t, const Epilogue& e) { HWY_DYNAMIC_DISPATCH(TileImpl)(t, e); }
 void gemm_dot_tile(const DotTile& t, const Epilogue& e) { HWY_DYNAMIC_DISPATCH(DotImpl)(t, e); }
+bool gemm_tall_available() { return HWY_DYNAMIC_DISPATCH(TallAvailableImpl)(); }
+void gemm_tall_tile(const Tile& t, const Epilogue& e) { HWY_DYNAMIC_DISPATCH(TallImpl)(t, e); }
 
 }  // namespace kernels
 }  // namespace cpu_dense

@@ -55,6 +55,22 @@ struct Tile {
 };
 void gemm_tile(const Tile& t, const Epilogue& e);
 
+// Tall tiles: up to kGemmTallRows rows x one vector of columns (NR / 2), A packed k-major
+// in blocks of kGemmTallRows rows (pack_tall: block r at r * K * kGemmTallRows, then
+// a[k * kGemmTallRows + i], rows past M zero), B and C as in Tile (t.a_rs and t.a_cs
+// unused; t.nr <= NR / 2). Where M is 13-32 (squeeze and projection convs to 16-32
+// channels) the 6-row tiles swept each B strip three to six times; tall tiles read it
+// once or twice. Only where 16 accumulators, B and the broadcasts fit the registers
+// (AVX-512's 32): gemm_tall_pays.
+constexpr int kGemmTallRows = 16;
+constexpr int kGemmTallMaxM = 32;
+bool gemm_tall_available();
+inline bool gemm_tall_pays(int64_t M) {
+  const int64_t last = (M - 1) % kGemmTallRows + 1;  // rows of the last tall tile
+  return last > 2 * kGemmMR && M <= kGemmTallMaxM && gemm_tall_available();
+}
+void gemm_tall_tile(const Tile& t, const Epilogue& e);
+
 // The last few columns of a GEMM whose column count is not a multiple of NR (7x7 maps:
 // 49 = 3 * 16 + 1 pixels) as dot products along k instead of a mostly empty MR x NR
 // tile: C[i, j] for i < rows, j < cols from A(i, k) = a[i * a_rs + k] (rows contiguous in
@@ -131,6 +147,8 @@ struct PackedA {
   FloatBuf data;
 };
 PackedA pack_a(const float* a, int64_t M, int64_t K, int64_t lda);
+// A(i, k) = a[i * K + k] k-major for gemm_tall_tile: [M / kGemmTallRows][K][kGemmTallRows].
+FloatBuf pack_tall(const float* a, int64_t M, int64_t K);
 
 // Reference GEMM for the tests: C[i*ldc + j] = sum_k A(i,k) B(k,j) + epilogue, doubles.
 void gemm_ref(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_rs, int64_t a_cs,

@@ -394,9 +394,11 @@ TEST_SUITE("conv") {
     // The packed kernel keeps its last plan per shape and thread count (ConvPacked::plan):
     // runs that change either must not reuse it. Prepared with X's dims hidden, then X of
     // 28x28, 14x14 and 28x28 again, on 1, 8 and 4 threads; pointwise (the GEMM with B
-    // read in place), 3x3 stride 2 (B built) and depthwise.
+    // read in place; 32 output channels: tall tiles with AVX-512 where one row chunk runs),
+    // 3x3 stride 2 (B built) and depthwise.
     std::mt19937 rng(29);
     for (const ConvSpec& base : {ConvSpec{{1, 16, 28, 28}, 24, 1, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+                                 ConvSpec{{1, 40, 28, 28}, 32, 1, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
                                  ConvSpec{{1, 8, 28, 28}, 20, 1, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
                                  ConvSpec{{1, 16, 28, 28}, 16, 16, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}}) {
       const ConvProblem first = make_problem(rng, base);

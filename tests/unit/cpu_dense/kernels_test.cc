@@ -188,7 +188,7 @@ void check_conv(std::mt19937& rng, const ConvCase& c, bool depthwise, bool clamp
     // W packed into panels and W read in place must both match.
     for (ConvPack how : {ConvPack::kPanels, ConvPack::kInPlace}) {
       const std::string what = std::string(how == ConvPack::kPanels ? "conv_gemm " : "conv_gemm in place ") + describe(s);
-      const ConvWeights cw = pack_conv_weights(w.data(), s.M, s.K(), s.group, bias.data(), how);
+      const ConvWeights cw = pack_conv_weights(w.data(), s.M, s.K(), s.group, bias.data(), how, s.taps() == 1);
       const ConvPlan p = plan_conv(s, threads);
       std::vector<float> slot(size_t(p.slot_floats), kNaN);
       std::fill(got.begin(), got.end(), kNaN);
@@ -229,6 +229,58 @@ void check_conv(std::mt19937& rng, const ConvCase& c, bool depthwise, bool clamp
 }
 
 }  // namespace
+
+TEST_CASE("tall tiles match the reference (1-16 rows, partial vectors, epilogue)") {
+  if (!gemm_tall_available()) return;  // AVX-512 only
+  std::mt19937 rng(23);
+  const int64_t L = gemm_nr() / 2;
+  int cases = 0;
+  for (int64_t M : {1, 7, 13, 16, 20, 32})
+    for (int64_t N : {int64_t(1), L / 2 + 1, L})
+      for (int64_t K : {1, 3, 33}) {
+        // A as conv weights [M][K], packed k-major; B [K][N] with rows of ldb >= L floats.
+        const std::vector<float> a = randn(rng, size_t(M * K));
+        const int64_t ldb = L + 3;
+        const std::vector<float> b = randn(rng, size_t(K * ldb));
+        const std::vector<float> bias = randn(rng, size_t(M));
+        const std::vector<float> addend = randn(rng, size_t(M * N));
+        const FloatBuf tall = pack_tall(a.data(), M, K);
+        for (int variant = 0; variant < 2; ++variant) {
+          std::vector<float> c = randn(rng, size_t(M * N)), want = c;
+          Epilogue e;
+          e.bias_per_row = true;
+          if (variant == 1) {  // beta 1, addend, clamp
+            e.beta = 1.0f;
+            e.lo = -0.5f;
+            e.hi = 0.7f;
+          }
+          Epilogue re = e;
+          for (int64_t r0 = 0; r0 < M; r0 += kGemmTallRows) {
+            const int64_t rows = std::min<int64_t>(kGemmTallRows, M - r0);
+            Tile t;
+            t.K = K;
+            t.a = tall.get() + r0 * K;
+            t.a_rs = t.a_cs = 0;  // unused
+            t.b = b.data();
+            t.ldb = ldb;
+            t.c = c.data() + r0 * N;
+            t.ldc = N;
+            t.mr = static_cast<int>(rows);
+            t.nr = static_cast<int>(N);
+            e.bias = variant == 0 ? bias.data() + r0 : nullptr;
+            e.addend = variant == 1 ? addend.data() + r0 * N : nullptr;
+            gemm_tall_tile(t, e);
+            re.bias = e.bias;
+            re.addend = e.addend;
+            gemm_ref(rows, N, K, a.data() + r0 * K, K, 1, b.data(), ldb, 1, want.data() + r0 * N, N, re);
+          }
+          expect_close(c, want, "tall tile M " + std::to_string(M) + " N " + std::to_string(N) + " K " +
+                                    std::to_string(K) + " variant " + std::to_string(variant));
+          ++cases;
+        }
+      }
+  CHECK(cases == 108);
+}
 
 TEST_CASE("GEMM convolution matches the reference") {
   std::mt19937 rng(11);
@@ -351,7 +403,8 @@ TEST_CASE("plan_conv splits K for pointwise convs whose X rows share few L1 sets
   s.M = 16;
   s.in[1] = s.out[1] = 112;
   s.in[2] = s.out[2] = 112;  // rows 49 KB apart: 4 set pairs
-  CHECK(plan_conv(s, 1).kc == (nr >= 16 ? 16 : 32));
+  // (tall tiles, AVX-512, read each B strip once: nothing to keep in L1, one k-block)
+  CHECK(plan_conv(s, 1).kc == (gemm_tall_pays(16) ? 32 : nr >= 16 ? 16 : 32));
   s.M = 48;  // more output channels: the copy is amortised, one k-block
   CHECK(plan_conv(s, 1).kc == 32);
   s.M = 16;
