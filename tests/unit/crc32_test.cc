@@ -1,6 +1,7 @@
-// The data section's CRC-32 (core/src/crc32.h, slicing-by-16) against boost::crc_32_type,
-// the bytewise implementation files were written with: same value for every length (the
-// 16-byte loop and the byte tail), every start alignment, and chained calls.
+// The data section's CRC-32 (core/src/crc32.h: slicing-by-16, and the carry-less multiply
+// folds on x86 with PCLMULQDQ) against boost::crc_32_type, the bytewise implementation
+// files were written with: same value for every length (the 64- and 16-byte loops and the
+// byte tail), every start alignment, and chained calls cut anywhere.
 #include <doctest/doctest.h>
 
 #include "crc32.h"
@@ -8,6 +9,7 @@
 #include <boost/crc.hpp>
 
 #include <random>
+#include <string>
 #include <vector>
 
 namespace {
@@ -29,16 +31,24 @@ TEST_SUITE("crc32") {
     std::mt19937 rng(7);
     std::vector<uint8_t> buf(4096 + 64);
     for (auto& b : buf) b = static_cast<uint8_t>(rng());
+#ifdef MINNOW_CRC32_CLMUL
+    const std::string path = minnow::detail::crc32_clmul_available() ? "used" : "not available";
+    MESSAGE("carry-less multiply path: " << path);
+#endif
     for (size_t off = 0; off < 17; ++off)
-      for (size_t n = 0; n <= 300; ++n) {
+      for (size_t n = 0; n <= 600; ++n) {
         CAPTURE(off);
         CAPTURE(n);
-        REQUIRE(minnow::crc32(buf.data() + off, n) == reference(buf.data() + off, n));
+        const uint32_t want = reference(buf.data() + off, n);
+        REQUIRE(minnow::crc32(buf.data() + off, n) == want);
+        REQUIRE(minnow::crc32_tables(buf.data() + off, n) == want);
       }
-    for (size_t n : {size_t(1000), size_t(4096), size_t(4096 + 63)}) {
-      CHECK(minnow::crc32(buf.data(), n) == reference(buf.data(), n));
-      size_t cut = n / 3;
-      CHECK(minnow::crc32(buf.data() + cut, n - cut, minnow::crc32(buf.data(), cut)) == reference(buf.data(), n));
-    }
+    for (size_t n : {size_t(1000), size_t(4096), size_t(4096 + 63)})
+      for (size_t cut : {size_t(0), size_t(1), size_t(63), size_t(64), size_t(65), n / 3, n - 1, n}) {
+        CAPTURE(n);
+        CAPTURE(cut);
+        CHECK(minnow::crc32(buf.data(), n) == reference(buf.data(), n));
+        CHECK(minnow::crc32(buf.data() + cut, n - cut, minnow::crc32(buf.data(), cut)) == reference(buf.data(), n));
+      }
   }
 }
