@@ -875,6 +875,11 @@ bool MaxPlaneStride2(const ConvShape& s, const float* xp, float* yp, float* buf)
   };
   for (int64_t oh = 0; oh < OH; ++oh) {
     float* bb = buf + (oh & 1) * bw + pl;
+    // The rows output row oh + 2 adds (sh of them): a plane larger than L2's share comes
+    // from L3 / DRAM, and the row-by-row pattern outran the hardware prefetchers.
+    const int64_t pf = std::min<int64_t>(IH - 1, (oh + 2) * sh - ph + (KH - 1) * dh);
+    for (int64_t r = std::max<int64_t>(0, pf - sh + 1); r <= pf; ++r)
+      for (int64_t c = 0; c < IW; c += 16) __builtin_prefetch(xp + r * IW + c, 0, 3);
     int64_t n = 0;
     for (int64_t kh = 0; kh < KH; ++kh) {
       const int64_t ih = oh * sh - ph + kh * dh;
