@@ -51,7 +51,7 @@ constexpr int64_t kSharedAlignFloats = 16;  // the shared B starts on a cache li
 bool ConvPacked::winograd_pays(int64_t pixels, int64_t channels) { return 2 * pixels >= channels; }
 
 ConvPacked::ConvPacked(const float* w, int64_t M, int64_t Cg, int64_t taps, int64_t group,
-                       const float* bias, int spatial, bool winograd) {
+                       const float* bias, int spatial, bool winograd, int64_t stride_area) {
   if (winograd && group == 1 && taps == 9 && spatial == 2 && Cg >= kWinogradMinChannels &&
       M >= kWinogradMinChannels)
     winograd_ = kernels::pack_winograd(w, M, Cg, bias);
@@ -66,6 +66,8 @@ ConvPacked::ConvPacked(const float* w, int64_t M, int64_t Cg, int64_t taps, int6
     }
   } else {
     gemm_ = kernels::pack_conv_weights(w, M, Cg * taps, group, bias, kernels::ConvPack::kInPlace, taps == 1);
+    direct_name_ = group == 1 && Cg <= kernels::kDirectMaxChannels && spatial == 2 &&
+                   taps >= kernels::kDirectMinTapsPerFloat * stride_area;
   }
 }
 
@@ -118,6 +120,10 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s) const {
   if (depthwise_)
     return size_t(std::min<int64_t>(s.N * s.M, kernels::kConvMaxSlots)) * size_t(kernels::dwconv_plane_slot_floats(s)) *
            sizeof(float);
+  if (use_direct(s)) {  // one image's planes and the tap offsets (thread count does not change them)
+    const kernels::DirectConvPlan p = kernels::plan_direct_conv(s, 1);
+    return size_t(p.planes_floats + s.K()) * sizeof(float);
+  }
   // The widest column block (one thread's plan) and the most tasks any thread count
   // gives: every column panel and row panel its own task.
   const kernels::ConvPlan p = kernels::plan_conv(s, 1);
@@ -135,6 +141,7 @@ void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const f
                      const float* w_rows, float* y, const float* addend) const {
   const int threads = ctx.num_threads();
   if (use_winograd(s)) return run_winograd(ctx, s, x, y, addend);
+  if (use_direct(s)) return run_direct(ctx, s, x, w_rows, y, addend);
   if (!depthwise_) {
     const float lo = lo_, hi = hi_;
     const kernels::ConvPlan p = plan(s, threads);
@@ -185,6 +192,30 @@ void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const f
       for (int64_t i = 0; i < P; ++i) yp[i] = std::min(std::max(yp[i] + rp[i], clo), chi);
     }
   });
+}
+
+// Per image: its phase planes (channels over the workers), then the output rows' tasks.
+void ConvPacked::run_direct(const RunContext& ctx, const kernels::ConvShape& s, const float* x, const float* w_rows,
+                            float* y, const float* addend) const {
+  const kernels::DirectConvPlan p = kernels::plan_direct_conv(s, ctx.num_threads());
+  if (ctx.scratch_size() < size_t(p.planes_floats + s.K()) * sizeof(float))
+    throw PluginError("direct conv: scratch too small");
+  float* planes = static_cast<float*>(ctx.scratch());
+  int32_t* off = reinterpret_cast<int32_t*>(planes + p.planes_floats);
+  kernels::direct_conv_offsets(s, p, off);
+  const float lo = lo_, hi = hi_;
+  for (int64_t n = 0; n < s.N; ++n) {
+    const float* xn = x + n * s.C * s.Pin();
+    float* yn = y + n * s.M * s.P();
+    const float* rn = addend ? addend + n * s.M * s.P() : nullptr;
+    ctx.parallel_for(size_t(s.C), 1, [&](size_t c0, size_t c1) {
+      kernels::direct_conv_planes(s, p, xn, int64_t(c0), int64_t(c1), planes);
+    });
+    ctx.parallel_for(size_t(p.tasks), 1, [&](size_t t0, size_t t1) {
+      for (size_t t = t0; t < t1; ++t)
+        kernels::direct_conv_task(s, gemm_, w_rows, p, int64_t(t), planes, off, yn, lo, hi, rn);
+    });
+  }
 }
 
 // Per image: its input zero-padded once (channels split over the workers), then the tile

@@ -60,10 +60,12 @@ class ConvPacked {
   // `winograd`: the node is a 3x3, stride 1, dilation 1, one-group 2-D convolution (from
   // its attributes); its weights are then also transformed for Winograd F(2x2, 3x3), used
   // at run time when the shapes allow (winograd_applies) and the map is not tiny.
+  // `stride_area`: the product of the strides (names the direct kernel where it will run).
   ConvPacked(const float* w, int64_t M, int64_t Cg, int64_t taps, int64_t group,
-             const float* bias, int spatial, bool winograd = false);
+             const float* bias, int spatial, bool winograd = false, int64_t stride_area = 1);
   const char* name() const {
     if (depthwise_) return "f32_dwconv_direct";
+    if (direct_name_) return "f32_conv_direct_6x2v__phases";
     if (winograd_.u) return "f32_conv3x3_winograd_f2x2__6x2v";
     if (gemm_.tall) return "f32_conv_gemm_16x1v__tall";  // pointwise runs; strided 1x1 take 6x2v
     return gemm_.in_place ? "f32_conv_gemm_6x2v__wrows" : "f32_conv_gemm_6x2v";
@@ -93,10 +95,16 @@ class ConvPacked {
   kernels::ConvPlan plan(const kernels::ConvShape& s, int threads) const;
   void run_winograd(const RunContext& ctx, const kernels::ConvShape& s, const float* x,
                     float* y, const float* addend) const;
+  bool use_direct(const kernels::ConvShape& s) const { return !depthwise_ && kernels::conv_direct_applies(s); }
+  void run_direct(const RunContext& ctx, const kernels::ConvShape& s, const float* x, const float* w_rows,
+                  float* y, const float* addend) const;
 
   float lo_ = -std::numeric_limits<float>::infinity();
   float hi_ = std::numeric_limits<float>::infinity();
   bool depthwise_ = false;
+  // Few input channels, many taps per stride^2 (kernels::conv_direct_applies but for the run's
+  // shapes): name() says the direct kernel.
+  bool direct_name_ = false;
   kernels::ConvWeights gemm_;
   kernels::WinogradWeights winograd_;
   kernels::FloatBuf dw_w_, dw_b_;

@@ -108,6 +108,40 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
 void conv_gemm_build_b(const ConvShape& s, const ConvWeights& w, const ConvPlan& p, int64_t kb,
                        const float* x, float* shared_b, float* slot);
 
+// ---- Direct convolution on few input channels (first convs) --------------------------
+// An image's input channels split into s x s zero-padded phase planes once per run (s the
+// stride: plane (c, rp, cp) holds padded rows r with r % s == rp and columns with
+// col % s == cp), then every tile reads its B rows straight from them: tap (c, kh, kw) of
+// output row oh, columns ow .. ow + NR - 1 is plane (c, kh % s, kw % s) at row
+// oh + kh / s, columns ow + kw / s on, NR consecutive floats. gemm_tile_indirect walks a
+// per-k offset table; tiles stay within an output row (a partial last one). No im2col
+// copy: that was 14-24 % of the first convs' time (K = 27 and 147: every input float
+// copied 9 and ~12 times).
+//
+// Applies to 2-D, one-group, dilation-1 convs with stride 1 or 2 (both axes), at least
+// kDirectMinTapsPerFloat taps per stride^2, at most kDirectMaxChannels input channels, K
+// within one k-block and output rows of at least NR pixels.
+constexpr int64_t kDirectMaxChannels = 4, kDirectMinTapsPerFloat = 6;
+bool conv_direct_applies(const ConvShape& s);
+struct DirectConvPlan {
+  int64_t stride = 1;
+  int64_t hh = 0, wh = 0;       // plane rows and columns
+  int64_t plane_floats = 0;     // per plane: hh * wh and the slack a tile's last loads read
+  int64_t planes_floats = 0;    // one image's planes: C * stride^2 planes
+  int64_t rows_per_task = 1, tasks = 0;  // output rows of one image per task; tasks per image
+};
+DirectConvPlan plan_direct_conv(const ConvShape& s, int threads);
+// Planes of channels [c0, c1) of one image (x: its C input planes) into `planes`.
+void direct_conv_planes(const ConvShape& s, const DirectConvPlan& p, const float* x, int64_t c0, int64_t c1,
+                        float* planes);
+// The K offsets (into `planes`) of the taps, in W's order (c, kh, kw).
+void direct_conv_offsets(const ConvShape& s, const DirectConvPlan& p, int32_t* off);
+// Task t of one image: its output rows, every output channel. y, addend: the image's
+// [M, P] (addend may be null, or y itself: one k-block, so its sums are unchanged).
+void direct_conv_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, const DirectConvPlan& p,
+                      int64_t t, const float* planes, const int32_t* off, float* y, float lo, float hi,
+                      const float* addend);
+
 // ---- Depthwise ----------------------------------------------------------------------
 // Applies when group == C (Cg == 1) and the D axis is trivial (k[0] == 1, in[0] == 1).
 bool dwconv_applies(const ConvShape& s);

@@ -138,8 +138,9 @@ HWY_INLINE void RowFma(D d, float a, V b0, V b1, V& c0, V& c1) {
 // as a whole NR (Zen 4, AVX-512, one layer, 21 alternating runs: squeezenet1_1's
 // classifier, 512 -> 1000 at 13x13, 0.90x the time, 384 -> 64 at 13x13 0.93x). Fewer rows:
 // a last row panel of 2 or 4 rows (M = 16, 32, 64, 1000 ...) does not compute six.
-template <int R, int NV>
-HWY_INLINE void TileRowsImpl(const Tile& t, const Epilogue& e) {
+// IND: B's row k at t.b + b_off[k] (gemm_tile_indirect), else t.b + k * t.ldb.
+template <int R, int NV, bool IND = false>
+HWY_INLINE void TileRowsImpl(const Tile& t, const Epilogue& e, const int32_t* b_off = nullptr) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
@@ -158,9 +159,10 @@ HWY_INLINE void TileRowsImpl(const Tile& t, const Epilogue& e) {
   // two identical builds showed on that host.
 #pragma GCC unroll 4
   for (int64_t k = 0; k < t.K; ++k) {
-    const V b0 = hn::LoadU(d, b);
-    const V b1 = NV > 1 ? hn::LoadU(d, b + L) : b0;  // one vector: B holds only NR / 2 here
-    b += ldb;
+    const float* bk = IND ? t.b + b_off[k] : b;
+    const V b0 = hn::LoadU(d, bk);
+    const V b1 = NV > 1 ? hn::LoadU(d, bk + L) : b0;  // one vector: B holds only NR / 2 here
+    if (!IND) b += ldb;
     const int64_t o = k * acs;
     RowFma<NV>(d, a0[o], b0, b1, c00, c01);
     RowFma<NV>(d, a1[o], b0, b1, c10, c11);
@@ -189,6 +191,13 @@ void TileImpl(const Tile& t, const Epilogue& e) {
   if (t.mr <= 2) return TileRowsImpl<2, 2>(t, e);
   if (t.mr <= 4) return TileRowsImpl<4, 2>(t, e);
   TileRowsImpl<6, 2>(t, e);
+}
+
+void TileIndirectImpl(const Tile& t, const int32_t* b_off, const Epilogue& e) {
+  if (t.nr <= static_cast<int>(hn::Lanes(hn::ScalableTag<float>()))) return TileRowsImpl<6, 1, true>(t, e, b_off);
+  if (t.mr <= 2) return TileRowsImpl<2, 2, true>(t, e, b_off);
+  if (t.mr <= 4) return TileRowsImpl<4, 2, true>(t, e, b_off);
+  TileRowsImpl<6, 2, true>(t, e, b_off);
 }
 
 // Tall tile (gemm.h): 16 rows x one vector, A k-major, each A value an embedded-broadcast
@@ -341,6 +350,7 @@ HWY_EXPORT(TileImpl);
 HWY_EXPORT(DotImpl);
 HWY_EXPORT(TallAvailableImpl);
 HWY_EXPORT(TallImpl);
+HWY_EXPORT(TileIndirectImpl);
 
 int gemm_nr() { return HWY_DYNAMIC_DISPATCH(NrImpl)(); }
 const char* simd_target_name() { return HWY_DYNAMIC_DISPATCH(TargetImpl)(); }
@@ -348,6 +358,9 @@ void gemm_tile(const Tile& t, const Epilogue& e) { HWY_DYNAMIC_DISPATCH(TileImpl
 void gemm_dot_tile(const DotTile& t, const Epilogue& e) { HWY_DYNAMIC_DISPATCH(DotImpl)(t, e); }
 bool gemm_tall_available() { return HWY_DYNAMIC_DISPATCH(TallAvailableImpl)(); }
 void gemm_tall_tile(const Tile& t, const Epilogue& e) { HWY_DYNAMIC_DISPATCH(TallImpl)(t, e); }
+void gemm_tile_indirect(const Tile& t, const int32_t* b_off, const Epilogue& e) {
+  HWY_DYNAMIC_DISPATCH(TileIndirectImpl)(t, b_off, e);
+}
 
 }  // namespace kernels
 }  // namespace cpu_dense

@@ -54,6 +54,10 @@ struct Tile {
   int mr, nr;
 };
 void gemm_tile(const Tile& t, const Epilogue& e);
+// The same tile with B's rows anywhere: B(k, j) = t.b[b_off[k] + j] (t.ldb unused), NR
+// readable floats from each. Direct convolution (conv.h) reads them from the input's
+// phase planes through a per-k offset table instead of an im2col copy.
+void gemm_tile_indirect(const Tile& t, const int32_t* b_off, const Epilogue& e);
 
 // Tall tiles: up to kGemmTallRows rows x one vector of columns (NR / 2), A packed k-major
 // in blocks of kGemmTallRows rows (pack_tall: block r at r * K * kGemmTallRows, then

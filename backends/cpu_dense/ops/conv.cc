@@ -84,9 +84,11 @@ class ConvKernel final : public OpKernel {
                     ConvPacked::winograd_pays(x.dims[2] * x.dims[3], w.dims[1]);
     for (int i = 0; i < attrs_.nsp; ++i)
       winograd = winograd && attrs_.stride[i] == 1 && attrs_.dilation[i] == 1;
+    int64_t stride_area = 1;
+    for (int i = 0; i < attrs_.nsp; ++i) stride_area *= attrs_.stride[i];
     fast_ = std::make_unique<ConvPacked>(static_cast<const float*>(w.data), w.dims[0], w.dims[1],
                                          static_cast<int64_t>(taps), group_, bias, attrs_.nsp,
-                                         winograd);
+                                         winograd, stride_area);
   }
 
   size_t scratch_bytes(const mn_tensor* in, int num_inputs, const mn_tensor* out,

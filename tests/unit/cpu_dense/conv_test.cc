@@ -349,6 +349,38 @@ TEST_SUITE("conv") {
       }
   }
 
+  TEST_CASE("Conv: images' first convs with many taps run direct on phase planes") {
+    // 3 input channels, 7x7 stride 2 pad 3 (resnet's conv1) and 3x3 stride 1 over rows of
+    // 70 and 75 outputs, two images, on every context; a bias-free one; 3x3 stride 2 keeps
+    // the im2col GEMM.
+    std::mt19937 rng(37);
+    ConvSpec c;
+    c.x = {2, 3, 9, 140};
+    c.M = 20;
+    c.k = {7, 7};
+    c.s = {2, 2};
+    c.d = {1, 1};
+    c.pads = {3, 3, 3, 3};
+    ConvSpec s1 = c;
+    s1.x = {1, 3, 6, 75};
+    s1.k = {3, 3};
+    s1.s = {1, 1};
+    s1.pads = {1, 0, 1, 0};
+    s1.bias = false;
+    for (const ConvSpec& g : {c, s1})
+      for (Ctx ctx : kAllCtx) {
+        std::string kernel;
+        check_conv(rng, g, ctx, false, true, nullptr, &kernel);
+        CHECK(kernel == "f32_conv_direct_6x2v__phases");
+      }
+    ConvSpec s2 = c;
+    s2.k = {3, 3};
+    s2.pads = {1, 1, 1, 1};
+    std::string kernel;
+    check_conv(rng, s2, Ctx::kTbb, false, true, nullptr, &kernel);
+    CHECK(kernel == "f32_conv_gemm_6x2v__wrows");
+  }
+
   TEST_CASE("Conv: 3x3 stride 1 with 16+ channels runs Winograd, others the GEMM") {
     std::mt19937 rng(21);
     ConvSpec c;

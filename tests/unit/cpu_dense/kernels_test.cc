@@ -379,6 +379,77 @@ TEST_CASE("GEMM convolution matches the reference") {
   CHECK(shared_b_cases > 0);  // small maps on several threads share B (3x3 at 7x7, 5x5, ...)
 }
 
+TEST_CASE("direct convolution on phase planes matches the reference") {
+  // Few input channels, many taps per input float (3x3 stride 1, 5x5 / 7x7 stride 2):
+  // output rows around the NR edges (nr, nr + 1, 2 nr - 1, 2 nr + 15 wide), 1-5 rows, pads
+  // before and after (left-only, right-only, none), partial row panels of W, two images,
+  // clamp and a fused addend (apart, and in y itself), W in panels and in place, tasks
+  // planned for 1 and 3 workers.
+  std::mt19937 rng(31);
+  const int64_t nr = gemm_nr();
+  int cases = 0;
+  struct Geo {
+    int64_t k, st, pb, pe;
+  };
+  for (const Geo g : {Geo{3, 1, 1, 1}, Geo{3, 1, 0, 0}, Geo{3, 1, 2, 0}, Geo{5, 2, 2, 2}, Geo{7, 2, 3, 3},
+                      Geo{7, 2, 0, 5}, Geo{5, 1, 0, 2}})
+    for (int64_t ow : {nr, nr + 1, 2 * nr - 1, 2 * nr + 15})
+      for (int64_t C : {int64_t(1), int64_t(3), kDirectMaxChannels}) {
+        const int64_t M = std::vector<int64_t>{1, 7, 16, 13}[size_t(cases % 4)];
+        const int64_t oh = 1 + cases % 5, N = 1 + cases % 2;
+        const int64_t iw = (ow - 1) * g.st + g.k - g.pb - g.pe, ih = (oh - 1) * g.st + g.k - g.pb - g.pe;
+        if (iw < 1 || ih < 1) continue;
+        ConvCase c{N, C, M, 1, {1, ih, iw}, {1, g.k, g.k}, {1, g.st, g.st}, {1, 1, 1}, {0, g.pb, g.pb},
+                   {0, g.pe, g.pe}};
+        const ConvShape s = shape_of(c);
+        REQUIRE(s.out[2] == ow);
+        REQUIRE_MESSAGE(conv_direct_applies(s), describe(s));
+        const std::vector<float> x = randn(rng, size_t(s.N * s.C * s.Pin()));
+        const std::vector<float> w = randn(rng, size_t(s.M * s.K()));
+        const std::vector<float> bias = randn(rng, size_t(s.M));
+        const std::vector<float> addend = randn(rng, size_t(s.N * s.M * s.P()));
+        const bool clamp = cases % 3 == 0;
+        const float lo = clamp ? 0.0f : -kInf, hi = clamp ? 6.0f : kInf;
+        std::vector<float> want(addend.size());
+        conv_ref(s, x.data(), w.data(), bias.data(), want.data(), lo, hi);
+        const std::vector<float> with_addend = conv_ref_with_addend(s, x, w, bias, addend, lo, hi);
+        const ConvPack how = cases % 2 ? ConvPack::kPanels : ConvPack::kInPlace;
+        const ConvWeights cw = pack_conv_weights(w.data(), s.M, s.K(), 1, bias.data(), how);
+        const DirectConvPlan p = plan_direct_conv(s, 1 + 2 * (cases % 2));
+        std::vector<float> planes(size_t(p.planes_floats), kNaN);
+        std::vector<int32_t> off(size_t(s.K()));
+        direct_conv_offsets(s, p, off.data());
+        auto run = [&](std::vector<float>& y, const float* add, bool into_y) {
+          for (int64_t n = 0; n < s.N; ++n) {
+            const int64_t yo = n * s.M * s.P();
+            std::fill(planes.begin(), planes.end(), kNaN);  // every float a tile reads is written
+            direct_conv_planes(s, p, x.data() + n * s.C * s.Pin(), 0, s.C, planes.data());
+            for (int64_t t = 0; t < p.tasks; ++t)
+              direct_conv_task(s, cw, w.data(), p, t, planes.data(), off.data(), y.data() + yo, lo, hi,
+                               into_y ? y.data() + yo : add ? add + yo : nullptr);
+          }
+        };
+        std::vector<float> got(want.size(), kNaN);
+        run(got, nullptr, false);
+        expect_close(got, want, "direct " + describe(s));
+        std::fill(got.begin(), got.end(), kNaN);
+        run(got, addend.data(), false);
+        expect_close(got, with_addend, "direct + addend " + describe(s));
+        got = addend;
+        run(got, nullptr, true);
+        expect_close(got, with_addend, "direct onto the addend in y " + describe(s));
+        ++cases;
+      }
+  CHECK(cases == 84);
+  // Not for few taps per input float (3x3 stride 2), many channels, narrow rows.
+  ConvShape s = shape_of(ConvCase{1, 3, 8, 1, {1, 64, 2 * nr + 1}, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}});
+  CHECK_FALSE(conv_direct_applies(s));
+  s = shape_of(ConvCase{1, kDirectMaxChannels + 1, 8, 1, {1, 9, nr + 2}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}});
+  CHECK_FALSE(conv_direct_applies(s));
+  s = shape_of(ConvCase{1, 3, 8, 1, {1, 9, nr + 1}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}});
+  CHECK_FALSE(conv_direct_applies(s));  // nr - 1 outputs a row
+}
+
 TEST_CASE("plan_conv widens column blocks for small K only, keeping 8 per thread") {
   const int64_t nr = gemm_nr();
   ConvShape s;  // 1x1, 4 -> 7 channels over 70x70: B is 4 rows
