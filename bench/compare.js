@@ -8,6 +8,13 @@
 // engines' outputs on that input, and Minnow's load + prepare time.
 //   node bench/compare.js --minnow BIN --ort DIR --models DIR [--threads 1,2]
 //        [--rounds R] [--seconds S] [--warmup W] [--only name,name] [--markdown FILE]
+//        [--pin on|off]
+// --pin on (the default where `taskset` exists): every process of a run with T threads is
+// bound to the same T CPUs (the first T this process may use), so both engines run on
+// the same cores. On a VM whose virtual CPUs are not alike (a busy neighbour on one host
+// core) a 1-thread process otherwise lands on either and its median moves with it: on
+// the Zen 4 guest of BENCHMARKS.md squeezenet1_1 took 6.5-6.9 ms on one vCPU and 8.3 ms
+// on the other, whichever engine it was.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -15,7 +22,7 @@ const { spawnSync } = require('child_process');
 const { readNpy, writeNpy } = require('./npy');
 
 function parseArgs(argv) {
-  const o = { threads: [1, 2], rounds: 5, seconds: 1, warmup: 3, only: null };
+  const o = { threads: [1, 2], rounds: 5, seconds: 1, warmup: 3, only: null, pin: 'on' };
   for (let i = 0; i < argv.length; i += 2) {
     const k = argv[i], v = argv[i + 1];
     if (v === undefined) throw new Error(`${k} needs a value`);
@@ -29,6 +36,10 @@ function parseArgs(argv) {
       case '--warmup': o.warmup = Number(v); break;
       case '--only': o.only = v.split(','); break;
       case '--markdown': o.markdown = v; break;
+      case '--pin':
+        if (v !== 'on' && v !== 'off') throw new Error(`--pin: 'on' or 'off', not '${v}'`);
+        o.pin = v;
+        break;
       default: throw new Error(`unknown argument '${k}'`);
     }
   }
@@ -53,7 +64,37 @@ function randomInput(dims, seed) {
   return data;
 }
 
-function runJson(cmd, args, what) {
+// The CPUs this process may run on (Linux: /proc/self/status), or null.
+function allowedCpus() {
+  try {
+    const m = fs.readFileSync('/proc/self/status', 'utf8').match(/^Cpus_allowed_list:\s*(\S+)/m);
+    if (!m) return null;
+    const cpus = [];
+    for (const part of m[1].split(',')) {
+      const [a, b] = part.split('-').map(Number);
+      for (let c = a; c <= (b === undefined ? a : b); ++c) cpus.push(c);
+    }
+    return cpus.length ? cpus : null;
+  } catch (e) {
+    return null;
+  }
+}
+
+// `taskset -c LIST` for runs with `threads` threads, or null (pinning off or impossible).
+function pinPrefix(o, threads) {
+  if (o.pin !== 'on') return null;
+  const cpus = allowedCpus();
+  if (!cpus || cpus.length < threads) return null;
+  const t = spawnSync('taskset', ['-c', String(cpus[0]), 'true']);
+  if (t.error || t.status !== 0) return null;
+  return ['taskset', '-c', cpus.slice(0, threads).join(',')];
+}
+
+function runJson(cmd, args, what, pin = null) {
+  if (pin) {
+    args = [...pin.slice(1), cmd, ...args];
+    cmd = pin[0];
+  }
   const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 << 20 });
   if (r.error) throw new Error(`${what}: cannot start ${cmd}: ${r.error.message}`);
   if (r.status !== 0) throw new Error(`${what}: ${cmd} exited ${r.status}:\n${(r.stderr || '').trim()}`);
@@ -79,20 +120,21 @@ function benchOne(o, model, threads, tmp) {
   const mnwDir = path.join(tmp, `${model.name}.t${threads}.minnow`);
   const ort = [], mn = [], load = [], prep = [], create = [];
   let mnLast = null;
+  const pin = pinPrefix(o, threads);
   for (let r = 0; r < o.rounds; ++r) {
     const last = r === o.rounds - 1;
     const runOrt = () => {
       const args = [path.join(__dirname, 'ort_bench.js'), '--ort', o.ort, '--model', onnx, '--input', input,
         '--threads', String(threads), '--warmup', String(o.warmup), '--seconds', String(o.seconds)];
       if (last) args.push('--output', ortOut);
-      const j = runJson(process.execPath, args, `${model.name} ORT`);
+      const j = runJson(process.execPath, args, `${model.name} ORT`, pin);
       ort.push(j.median_ms); create.push(j.create_ms);
     };
     const runMinnow = () => {
       const args = ['bench', mnw, '-i', input, '-t', String(threads), '--warmup', String(o.warmup),
         '--seconds', String(o.seconds), '--json'];
       if (last) args.push('-o', mnwDir);
-      const j = runJson(o.minnow, args, `${model.name} Minnow`);
+      const j = runJson(o.minnow, args, `${model.name} Minnow`, pin);
       mn.push(j.median_ms); load.push(j.load_ms); prep.push(j.prepare_ms);
       mnLast = j;
     };
@@ -108,6 +150,7 @@ function benchOne(o, model, threads, tmp) {
     model: model.name, threads, ort_ms: median(ort), minnow_ms: median(mn), diff, max_abs_output: maxAbs,
     load_ms: median(load), prepare_ms: median(prep), ort_create_ms: median(create),
     ort_rounds: ort, minnow_rounds: mn, peak_bytes: mnLast.peak_bytes, weight_bytes: mnLast.weight_bytes,
+    cpus: pin ? pin[2] : 'any',
   };
 }
 
@@ -139,7 +182,8 @@ function main() {
         `Minnow rounds ${r.minnow_rounds.map((x) => x.toFixed(2)).join(' ')}; ` +
         `paired ratios ${paired.map((x) => x.toFixed(2)).join(' ')} (median ${median(paired).toFixed(2)}, ` +
         `best rounds ${(Math.min(...r.minnow_rounds) / Math.min(...r.ort_rounds)).toFixed(2)}); ` +
-        `ORT session create ${r.ort_create_ms.toFixed(0)} ms; max |ORT output| ${r.max_abs_output.toPrecision(3)}`);
+        `ORT session create ${r.ort_create_ms.toFixed(0)} ms; max |ORT output| ${r.max_abs_output.toPrecision(3)}; ` +
+        `CPUs ${r.cpus}`);
     }
   }
   if (o.markdown) fs.writeFileSync(o.markdown, head + '\n' + rows.map(line).join('\n') + '\n');

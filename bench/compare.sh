@@ -7,7 +7,8 @@
 # Environment: MINNOW_BENCH_CACHE (default ~/.cache/minnow-bench), THREADS (1,2),
 #   ROUNDS (5), SECONDS_PER_ROUND (1), WARMUP (3), ONLY (model names, comma-separated),
 #   MARKDOWN (write the table there too), SKIP_DEPS=1 (do not run bench/install-deps.sh),
-#   SKIP_BUILD=1 (use the minnow already built in BUILD).
+#   SKIP_BUILD=1 (use the minnow already built in BUILD), PIN (on: both engines' processes
+#   bound to the same CPUs with taskset, the default; off: wherever the OS puts them).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="$(cd "${1:-$ROOT/build}" 2>/dev/null && pwd || echo "${1:-$ROOT/build}")"
@@ -65,4 +66,5 @@ args=(--minnow "$MINNOW" --ort "$ORT_DIR" --models "$MODELS" --threads "${THREAD
       --rounds "${ROUNDS:-5}" --seconds "${SECONDS_PER_ROUND:-1}" --warmup "${WARMUP:-3}")
 [ -n "${ONLY:-}" ] && args+=(--only "$ONLY")
 [ -n "${MARKDOWN:-}" ] && args+=(--markdown "$MARKDOWN")
+args+=(--pin "${PIN:-on}")
 exec node "$ROOT/bench/compare.js" "${args[@]}"
