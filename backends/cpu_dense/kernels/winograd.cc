@@ -116,29 +116,6 @@ WinogradPlan plan_winograd(const ConvShape& s) {
   return p;
 }
 
-void winograd_pad_input(const ConvShape& s, const WinogradPlan& p, const float* x, int64_t c0,
-                        int64_t c1, float* xp) {
-  const int64_t H = s.in[1], W = s.in[2], ph = s.pb[1], pw = s.pb[2];
-  const int64_t half = p.tiles_w + 1, row = 2 * half;  // even columns, then odd ones
-  for (int64_t c = c0; c < c1; ++c)
-    for (int64_t r = 0; r < p.hp; ++r) {
-      float* even = xp + (c * p.hp + r) * row;
-      float* odd = even + half;
-      const int64_t ih = r - ph;
-      if (ih < 0 || ih >= H) {
-        for (int64_t q = 0; q < row; ++q) even[q] = 0.0f;
-        continue;
-      }
-      const float* xr = x + (c * H + ih) * W;
-      // Padded column q holds input column q - pw.
-      for (int64_t k = 0; k < half; ++k) {
-        const int64_t ie = 2 * k - pw, io = 2 * k + 1 - pw;
-        even[k] = ie >= 0 && ie < W ? xr[ie] : 0.0f;
-        odd[k] = io >= 0 && io < W ? xr[io] : 0.0f;
-      }
-    }
-}
-
 namespace {
 
 // A block's geometry: its matrices in the slot, the transforms' view, and the last
