@@ -151,6 +151,44 @@ void OutputImpl(const WinogradXform& x, const float* Mb, const float* bias, floa
         }
         continue;
       }
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+      // Masked stores (never touching memory off the mask): the group's outputs interleaved
+      // (each tile's two columns side by side, as in the row), then one run of tiles per
+      // tile row it covers, cut at the map's right edge. Lane by lane, as below, the 13x13
+      // and 14x14 maps (7 tiles a row: every group straddles rows) spent most of their
+      // output transform in the scalar stores.
+      {
+        const int64_t n = std::min<int64_t>(L, x.count - l);  // tiles in this group
+        for (int i = 0; i < 2; ++i) {
+          const Vec y0 = hn::Add(yy[i][0], vb), y1 = hn::Add(yy[i][1], vb);
+          // z0: elements 0 .. L-1 (tiles 0 .. L/2-1, two columns each), z1: the rest.
+          const Vec lo4 = hn::InterleaveLower(d, y0, y1), hi4 = hn::InterleaveUpper(d, y0, y1);
+          const Vec z0 = hn::ConcatLowerLower(d, hi4, lo4), z1 = hn::ConcatUpperUpper(d, hi4, lo4);
+          for (int64_t a = 0; a < n;) {
+            const int64_t ta = t + a, tha = ta / TW, twa = ta % TW;
+            const int64_t b = std::min(n, a + (TW - twa));  // this tile row's lanes [a, b)
+            const int64_t ohr = 2 * tha + i;
+            if (ohr < OH) {
+              // Elements [2a, e1) of the interleaved pair go to columns 2 twa .. of row ohr.
+              const int64_t e1 = std::min(2 * b, 2 * a + OW - 2 * twa);
+              float* base = ym + ohr * OW + 2 * twa - 2 * a;  // element 0's address
+              const float* rbase = rm ? rm + ohr * OW + 2 * twa - 2 * a : nullptr;
+              auto part = [&](Vec z, int64_t e0) {  // elements e0 .. e0 + L - 1 in z
+                const int64_t from = std::max<int64_t>(0, 2 * a - e0), to = std::min<int64_t>(L, e1 - e0);
+                if (to <= from) return;
+                const auto m = hn::AndNot(hn::FirstN(d, static_cast<size_t>(from)), hn::FirstN(d, static_cast<size_t>(to)));
+                if (rbase) z = hn::Add(z, hn::MaskedLoad(m, d, rbase + e0));
+                hn::BlendedStore(hn::Min(hn::Max(z, vlo), vhi), m, d, base + e0);
+              };
+              part(z0, 0);
+              part(z1, L);
+            }
+            a = b;
+          }
+        }
+        continue;
+      }
+#endif
       HWY_ALIGN float g[2][2][8];
       for (int i = 0; i < 2; ++i)
         for (int j = 0; j < 2; ++j) hn::StoreU(hn::Add(yy[i][j], vb), d, g[i][j]);
@@ -172,8 +210,8 @@ void OutputImpl(const WinogradXform& x, const float* Mb, const float* bias, floa
 
 // winograd_pad_input: rows of channels [c0, c1) zero-padded, each split into its even and
 // odd padded columns (even[k] = X[2 k - pw], odd[k] = X[2 k + 1 - pw]). Inside the row a
-// vector pair loaded at 2 k - pw gives both by ConcatEven / ConcatOdd; the ends one float
-// at a time. (Element by element with a bounds check each, the pad was 0.5 ns a float:
+// vector pair loaded at 2 k - pw gives both by ConcatEven / ConcatOdd; the ends by masked
+// loads and stores on AVX2 / AVX-512, one float at a time elsewhere. (Element by element with a bounds check each, the pad was 0.5 ns a float:
 // resnet18's Winograd layers spent ~0.7 ms a run in it, squeezenet1_1's ~0.12 ms.)
 void PadInputImpl(const ConvShape& s, const WinogradPlan& p, const float* x, int64_t c0, int64_t c1,
                   float* xp) {
