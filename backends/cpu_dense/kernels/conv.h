@@ -120,8 +120,9 @@ void conv_gemm_build_b(const ConvShape& s, const ConvWeights& w, const ConvPlan&
 //
 // Applies to 2-D, one-group, dilation-1 convs with stride 1 or 2 (both axes), at least
 // kDirectMinTapsPerFloat taps per stride^2, at most kDirectMaxChannels input channels, K
-// within one k-block and output rows of at least NR pixels.
+// up to kDirectMaxK (one k-block) and output rows of at least NR pixels.
 constexpr int64_t kDirectMaxChannels = 4, kDirectMinTapsPerFloat = 6;
+constexpr int64_t kDirectMaxK = 256;  // one k-block: the tile's B rows (K x NR) stay in L1
 bool conv_direct_applies(const ConvShape& s);
 struct DirectConvPlan {
   int64_t stride = 1;

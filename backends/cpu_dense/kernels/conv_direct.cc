@@ -17,7 +17,7 @@ bool conv_direct_applies(const ConvShape& s) {
   // as the copy they save.
   return s.k[0] == 1 && s.in[0] == 1 && s.out[0] == 1 && s.group == 1 && s.C <= kDirectMaxChannels &&
          s.taps() >= kDirectMinTapsPerFloat * s.s[1] * s.s[2] && s.d[1] == 1 && s.d[2] == 1 && s.s[1] == s.s[2] && (s.s[1] == 1 || s.s[1] == 2) &&
-         s.K() <= 256 && s.out[2] >= nr;
+         s.K() <= kDirectMaxK && s.out[2] >= nr;
 }
 
 DirectConvPlan plan_direct_conv(const ConvShape& s, int threads) {
