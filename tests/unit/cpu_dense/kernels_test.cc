@@ -448,6 +448,8 @@ TEST_CASE("direct convolution on phase planes matches the reference") {
   CHECK_FALSE(conv_direct_applies(s));
   s = shape_of(ConvCase{1, 3, 8, 1, {1, 9, nr + 1}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}});
   CHECK_FALSE(conv_direct_applies(s));  // nr - 1 outputs a row
+  s = shape_of(ConvCase{1, 4, 8, 1, {1, 12, nr + 8}, {1, 9, 9}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}});
+  CHECK_FALSE(conv_direct_applies(s));  // K = 4 * 81 over kDirectMaxK
 }
 
 TEST_CASE("plan_conv widens column blocks for small K only, keeping 8 per thread") {
