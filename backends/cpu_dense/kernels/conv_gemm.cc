@@ -282,6 +282,7 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
   const int64_t n = t / (p.m_chunks * p.col_blocks * s.group);
   const int64_t K = s.K(), P = s.P(), Mg = s.Mg(), Cg = s.Cg();
   const int64_t nr = gemm_nr();
+  const TileFn tile_fn = gemm_tile_fn();
   const int64_t j0 = cb * p.nc, j1 = std::min(P, j0 + p.nc), cols = j1 - j0;
   const int64_t pi0 = mc * p.panels_per_chunk;
   const int64_t pi1 = std::min((Mg + kGemmMR - 1) / kGemmMR, pi0 + p.panels_per_chunk);
@@ -465,7 +466,7 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
           // 0.91-1.0x.
           if (k0 == 0) prefetch_tile_rows(tile.c, P, tile.mr, tile.nr, true);
           if (e.addend) prefetch_tile_rows(e.addend, P, tile.mr, tile.nr, false);
-          gemm_tile(tile, e);
+          tile_fn(tile, e);
         }
       }
       // Every kMcPanels row panels (and at the end), the same rows of W against the tail

@@ -56,6 +56,7 @@ void gemm_packed_b(const PackedB& b, const float* a, int64_t a_rs, int64_t a_cs,
   e.lo = lo;
   e.hi = hi;
   // Column panel outer: its K x NR floats stay in L1/L2 while the row blocks stream by.
+  const TileFn tile_fn = gemm_tile_fn();
   for (int64_t q = q0; q < q1; ++q) {
     const int64_t j0 = q * b.nr;
     e.bias = b.bias ? b.bias.get() + j0 : nullptr;
@@ -71,7 +72,7 @@ void gemm_packed_b(const PackedB& b, const float* a, int64_t a_rs, int64_t a_cs,
       t.a = a + i * a_rs;
       t.c = c + i * ldc + j0;
       t.mr = static_cast<int>(std::min<int64_t>(kGemmMR, m1 - i));
-      gemm_tile(t, e);
+      tile_fn(t, e);
     }
   }
 }

@@ -357,6 +357,7 @@ HWY_EXPORT(TileIndirectImpl);
 int gemm_nr() { return HWY_DYNAMIC_DISPATCH(NrImpl)(); }
 const char* simd_target_name() { return HWY_DYNAMIC_DISPATCH(TargetImpl)(); }
 void gemm_tile(const Tile& t, const Epilogue& e) { HWY_DYNAMIC_DISPATCH(TileImpl)(t, e); }
+TileFn gemm_tile_fn() { return &HWY_DYNAMIC_DISPATCH(TileImpl); }
 void gemm_dot_tile(const DotTile& t, const Epilogue& e) { HWY_DYNAMIC_DISPATCH(DotImpl)(t, e); }
 bool gemm_tall_available() { return HWY_DYNAMIC_DISPATCH(TallAvailableImpl)(); }
 void gemm_tall_tile(const Tile& t, const Epilogue& e) { HWY_DYNAMIC_DISPATCH(TallImpl)(t, e); }

@@ -54,6 +54,11 @@ struct Tile {
   int mr, nr;
 };
 void gemm_tile(const Tile& t, const Epilogue& e);
+// gemm_tile's micro-kernel for this CPU, resolved once: each gemm_tile call looks the
+// target up again (Highway's dispatch table; ~1 % of squeezenet1_1's samples sat in that
+// wrapper), so the drivers fetch the pointer once per task and call it per tile.
+using TileFn = void (*)(const Tile& t, const Epilogue& e);
+TileFn gemm_tile_fn();
 // The same tile with B's rows anywhere: B(k, j) = t.b[b_off[k] + j] (t.ldb unused), NR
 // readable floats from each. Direct convolution (conv.h) reads them from the input's
 // phase planes through a per-k offset table instead of an im2col copy.

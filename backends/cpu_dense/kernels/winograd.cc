@@ -180,6 +180,7 @@ void winograd_block_rows(const ConvShape& s, const WinogradWeights& w, const Win
   const int64_t nr = v.xf.nr, C = s.C, M = s.M, nt = v.xf.nt, count = v.xf.count;
   const int64_t vxi = v.xf.v_stride, mxi = v.xf.m_stride;
   // 16 GEMMs: M_xi [M x nt] = U_xi [M x C] * V_xi [C x nt], k-blocks of kc channels.
+  const TileFn tile_fn = gemm_tile_fn();
   for (int xi = 0; xi < 16; ++xi) {
     const float* u = w.u.get() + int64_t(xi) * M * C;
     const float* bx = v.bt + xi * v.dots * C;
@@ -201,7 +202,7 @@ void winograd_block_rows(const ConvShape& s, const WinogradWeights& w, const Win
           tile.nr = static_cast<int>(q == v.last_q && (v.rem <= nr / 2 || v.dots > 0) ? nr / 2 : nr);
           tile.b = v.V + xi * vxi + (q * C + k0) * nr;
           tile.c = v.Mb + xi * mxi + i0 * nt + q * nr;
-          gemm_tile(tile, e);
+          tile_fn(tile, e);
         }
       }
       // The dot columns of the last panel: pairs 4 rows at a time, a last single column 8.
