@@ -13,6 +13,7 @@
 #define HWY_TARGET_INCLUDE "kernels/f32_dwconv_hwy.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "kernels/lane_masks-inl.h"
 #include "kernels/conv.h"
 
 #include <algorithm>
@@ -143,9 +144,9 @@ HWY_INLINE void Rows3x3Group(D d, const float* xp, int64_t H, int64_t W, int64_t
   bool inner[NJ];
   for (int q = 0; q < NJ; ++q) {
     const int64_t o = o0 + q * L;
-    mc[q] = hn::FirstN(d, static_cast<size_t>(W - o));
-    mr[q] = hn::FirstN(d, static_cast<size_t>(W - o - 1));
-    ml[q] = o == 0 ? hn::AndNot(hn::FirstN(d, 1), mc[q]) : hn::FirstN(d, static_cast<size_t>(W - o + 1));
+    mc[q] = LanesInRow(d, o, W);
+    mr[q] = LanesInRow(d, o + 1, W);
+    ml[q] = LanesInRow(d, o - 1, W);
     inner[q] = o >= 1 && o + L + 1 <= W;  // reads columns o - 1 .. o + L, all inside the row
   }
   V a0[NJ], a1[NJ];
@@ -184,16 +185,15 @@ HWY_INLINE void Rows3x3S2Group(D d, const float* xp, int64_t IH, int64_t IW, int
                                int64_t oh, int64_t o0, const V* wk, V vb, V vlo, V vhi, float* yp) {
   constexpr int64_t L = HWY_LANES(float);
   using M = hn::Mask<D>;
-  auto first = [&](int64_t n) { return hn::FirstN(d, static_cast<size_t>(n < 0 ? 0 : n)); };
   M me0[NJ], me1[NJ], ml0[NJ], ml1[NJ], mo[NJ];
   bool inner[NJ];
   for (int q = 0; q < NJ; ++q) {
     const int64_t c = 2 * (o0 + q * L);  // input column of the first output's centre tap
-    me0[q] = first(IW - c);
-    me1[q] = first(IW - c - L);
-    ml0[q] = c == 0 ? hn::AndNot(hn::FirstN(d, 2), first(IW + 2)) : first(IW - c + 2);
-    ml1[q] = first(IW - c + 2 - L);
-    mo[q] = first(OW - o0 - q * L);
+    me0[q] = LanesInRow(d, c, IW);
+    me1[q] = LanesInRow(d, c + L, IW);
+    ml0[q] = LanesInRow(d, c - 2, IW);
+    ml1[q] = LanesInRow(d, c - 2 + L, IW);
+    mo[q] = LanesInRow(d, o0 + q * L, OW);
     inner[q] = c >= 2 && c + 2 * L <= IW;  // reads columns c - 2 .. c + 2 L - 1
   }
   V a0[NJ], a1[NJ];
@@ -955,16 +955,13 @@ bool MaxRows3x3S2Plane(const ConvShape& s, const float* xp, float* yp) {
   const int64_t IH = s.in[1], IW = s.in[2], OH = s.out[1], OW = s.out[2];
   const int64_t ph = s.pb[1], pl = s.pb[2];
   const V ninf = hn::Set(d, -std::numeric_limits<float>::infinity());
-  auto lanes_in = [&](int64_t a) {  // lanes of a vector loaded at column a inside the row
-    const M m = hn::FirstN(d, static_cast<size_t>(std::max<int64_t>(0, IW - a)));
-    return a < 0 ? hn::AndNot(hn::FirstN(d, static_cast<size_t>(-a)), m) : m;
-  };
   V sum = hn::Zero(d);
   for (int64_t o0 = 0; o0 < OW; o0 += L) {
     const int64_t c = 2 * o0 - pl;  // the first output's first column
     const bool inner = c >= 0 && c + 2 * L + 2 <= IW;
-    const M m0 = lanes_in(c), m1 = lanes_in(c + L), m2 = lanes_in(c + 2), m3 = lanes_in(c + 2 + L);
-    const M mo = hn::FirstN(d, static_cast<size_t>(OW - o0));
+    const M m0 = LanesInRow(d, c, IW), m1 = LanesInRow(d, c + L, IW);
+    const M m2 = LanesInRow(d, c + 2, IW), m3 = LanesInRow(d, c + 2 + L, IW);
+    const M mo = LanesInRow(d, o0, OW);
     const bool full = o0 + L <= OW;
     // The horizontal maxima of input row r (-inf for rows off the plane).
     auto row = [&](int64_t r) {

@@ -14,6 +14,7 @@
 #define HWY_TARGET_INCLUDE "kernels/f32_winograd_hwy.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "kernels/lane_masks-inl.h"
 #include "kernels/winograd.h"
 
 #include <algorithm>
@@ -176,7 +177,7 @@ void OutputImpl(const WinogradXform& x, const float* Mb, const float* bias, floa
               auto part = [&](Vec z, int64_t e0) {  // elements e0 .. e0 + L - 1 in z
                 const int64_t from = std::max<int64_t>(0, 2 * a - e0), to = std::min<int64_t>(L, e1 - e0);
                 if (to <= from) return;
-                const auto m = hn::AndNot(hn::FirstN(d, static_cast<size_t>(from)), hn::FirstN(d, static_cast<size_t>(to)));
+                const auto m = LanesFromTo(d, from, to);
                 if (rbase) z = hn::Add(z, hn::MaskedLoad(m, d, rbase + e0));
                 hn::BlendedStore(hn::Min(hn::Max(z, vlo), vhi), m, d, base + e0);
               };
@@ -217,13 +218,15 @@ void PadInputImpl(const ConvShape& s, const WinogradPlan& p, const float* x, int
                   float* xp) {
   const int64_t H = s.in[1], W = s.in[2], ph = s.pb[1], pw = s.pb[2];
   const int64_t half = p.tiles_w + 1, row = 2 * half;
+#if HWY_TARGET != HWY_SCALAR
   const hn::ScalableTag<float> d;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
-  (void)L;
+#endif
+#if !(HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) && HWY_TARGET != HWY_SCALAR
   // Columns k whose pair (2 k - pw, 2 k + 1 - pw) lies inside the row: [k0, k1).
   const int64_t k0 = std::min(half, (pw + 1) / 2);
   const int64_t k1 = std::max(k0, std::min(half, (W + pw) / 2));
-  (void)k1;
+#endif
   for (int64_t c = c0; c < c1; ++c)
     for (int64_t r = 0; r < p.hp; ++r) {
       float* even = xp + (c * p.hp + r) * row;
@@ -234,25 +237,15 @@ void PadInputImpl(const ConvShape& s, const WinogradPlan& p, const float* x, int
         continue;
       }
       const float* xr = x + (c * H + ih) * W - pw;  // xr[q]: padded column q
-      auto edge = [&](int64_t k) {
-        const int64_t ie = 2 * k - pw, io = ie + 1;
-        even[k] = ie >= 0 && ie < W ? xr[2 * k] : 0.0f;
-        odd[k] = io >= 0 && io < W ? xr[2 * k + 1] : 0.0f;
-      };
       int64_t k = 0;
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
       // Masked loads (zeros off the row, never touching memory there) and stores cover the
       // padding and the ends too, so rows narrower than a vector pair (13-28 wide) are not
       // done element by element.
-      (void)edge;
       for (; k < half; k += L) {
         const int64_t q = 2 * k - pw;  // the pair's first input column
-        auto in_row = [&](int64_t a) {
-          const auto m = hn::FirstN(d, static_cast<size_t>(std::max<int64_t>(0, std::min<int64_t>(L, W - a))));
-          return a < 0 ? hn::AndNot(hn::FirstN(d, static_cast<size_t>(std::min<int64_t>(L, -a))), m) : m;
-        };
-        const auto a = hn::MaskedLoad(in_row(q), d, xr + 2 * k);
-        const auto b = hn::MaskedLoad(in_row(q + L), d, xr + 2 * k + L);
+        const auto a = hn::MaskedLoad(LanesInRow(d, q, W), d, xr + 2 * k);
+        const auto b = hn::MaskedLoad(LanesInRow(d, q + L, W), d, xr + 2 * k + L);
         if (k + L <= half) {
           hn::StoreU(hn::ConcatEven(d, b, a), d, even + k);
           hn::StoreU(hn::ConcatOdd(d, b, a), d, odd + k);
@@ -263,8 +256,13 @@ void PadInputImpl(const ConvShape& s, const WinogradPlan& p, const float* x, int
         }
       }
 #else
-      for (; k < k0; ++k) edge(k);
+      auto edge = [&](int64_t k) {
+        const int64_t ie = 2 * k - pw, io = ie + 1;
+        even[k] = ie >= 0 && ie < W ? xr[2 * k] : 0.0f;
+        odd[k] = io >= 0 && io < W ? xr[2 * k + 1] : 0.0f;
+      };
 #if HWY_TARGET != HWY_SCALAR
+      for (; k < k0; ++k) edge(k);
       for (; k + L <= k1; k += L) {
         const hn::Vec<decltype(d)> a = hn::LoadU(d, xr + 2 * k), b = hn::LoadU(d, xr + 2 * k + L);
         hn::StoreU(hn::ConcatEven(d, b, a), d, even + k);
