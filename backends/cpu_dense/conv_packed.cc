@@ -66,8 +66,7 @@ ConvPacked::ConvPacked(const float* w, int64_t M, int64_t Cg, int64_t taps, int6
     }
   } else {
     gemm_ = kernels::pack_conv_weights(w, M, Cg * taps, group, bias, kernels::ConvPack::kInPlace, taps == 1);
-    direct_name_ = group == 1 && Cg <= kernels::kDirectMaxChannels && spatial == 2 &&
-                   taps >= kernels::kDirectMinTapsPerFloat * stride_area;
+    direct_name_ = spatial == 2 && kernels::conv_direct_weights_fit(group, Cg, taps, stride_area);
   }
 }
 

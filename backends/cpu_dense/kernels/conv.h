@@ -124,6 +124,13 @@ void conv_gemm_build_b(const ConvShape& s, const ConvWeights& w, const ConvPlan&
 constexpr int64_t kDirectMaxChannels = 4, kDirectMinTapsPerFloat = 6;
 constexpr int64_t kDirectMaxK = 256;  // one k-block: the tile's B rows (K x NR) stay in L1
 bool conv_direct_applies(const ConvShape& s);
+// The part of conv_direct_applies that the weights and attributes decide (group, input
+// channels per group, taps, the product of the strides); the rest depends on the run's
+// shapes. ConvPacked names its kernel from it.
+inline bool conv_direct_weights_fit(int64_t group, int64_t Cg, int64_t taps, int64_t stride_area) {
+  return group == 1 && Cg <= kDirectMaxChannels && taps >= kDirectMinTapsPerFloat * stride_area &&
+         Cg * taps <= kDirectMaxK;
+}
 struct DirectConvPlan {
   int64_t stride = 1;
   int64_t hh = 0, wh = 0;       // plane rows and columns

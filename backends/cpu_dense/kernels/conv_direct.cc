@@ -15,9 +15,9 @@ bool conv_direct_applies(const ConvShape& s) {
   // 5x5 stride 2 0.71x, 3x3 stride 1 0.77-0.89x, but 3x3 stride 2 (2.25 taps a float:
   // squeezenet1_1's and mobilenet_v2's first convs) 1.0-1.1x, the planes costing as much
   // as the copy they save.
-  return s.k[0] == 1 && s.in[0] == 1 && s.out[0] == 1 && s.group == 1 && s.C <= kDirectMaxChannels &&
-         s.taps() >= kDirectMinTapsPerFloat * s.s[1] * s.s[2] && s.d[1] == 1 && s.d[2] == 1 && s.s[1] == s.s[2] && (s.s[1] == 1 || s.s[1] == 2) &&
-         s.K() <= kDirectMaxK && s.out[2] >= nr;
+  return conv_direct_weights_fit(s.group, s.Cg(), s.taps(), s.s[1] * s.s[2]) && s.k[0] == 1 && s.in[0] == 1 &&
+         s.out[0] == 1 && s.d[1] == 1 && s.d[2] == 1 && s.s[1] == s.s[2] && (s.s[1] == 1 || s.s[1] == 2) &&
+         s.out[2] >= nr;
 }
 
 DirectConvPlan plan_direct_conv(const ConvShape& s, int threads) {
