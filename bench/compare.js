@@ -120,7 +120,7 @@ function benchOne(o, model, threads, tmp) {
   const mnwDir = path.join(tmp, `${model.name}.t${threads}.minnow`);
   const ort = [], mn = [], load = [], prep = [], create = [];
   let mnLast = null;
-  const pin = pinPrefix(o, threads);
+  const pin = o.pins.get(threads);
   for (let r = 0; r < o.rounds; ++r) {
     const last = r === o.rounds - 1;
     const runOrt = () => {
@@ -159,6 +159,8 @@ function main() {
   const index = JSON.parse(fs.readFileSync(path.join(o.models, 'models.json'), 'utf8'));
   const models = index.filter((m) => !o.only || o.only.includes(m.name));
   if (!models.length) throw new Error(`no model matches --only ${o.only}`);
+  // The taskset prefix per thread count, worked out once (not per model).
+  o.pins = new Map(o.threads.map((t) => [t, pinPrefix(o, t)]));
   const tmp = fs.mkdtempSync(path.join(require('os').tmpdir(), 'minnow-compare-'));
   const rows = [];
   const fmt = (x, d) => (x === undefined || x === null || Number.isNaN(x) ? 'n/a' : x.toFixed(d));
