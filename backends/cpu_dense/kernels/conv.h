@@ -58,7 +58,7 @@ struct ConvWeights {
   bool in_place = false;             // true: `groups` is empty, W is read at run time
   std::vector<PackedA> groups;
   FloatBuf bias;  // [M] or null
-  // W k-major for tall tiles (gemm_tall_tile): a 1x1 kernel, one group, W read in place,
+  // W k-major for tall tiles (gemm_tall_tile_fn): a 1x1 kernel, one group, W read in place,
   // as many rows as gemm_tall_pays takes; else null. conv_gemm_task uses it for pointwise
   // convs (B read in place) run in one row chunk.
   FloatBuf tall;
@@ -113,8 +113,9 @@ void conv_gemm_build_b(const ConvShape& s, const ConvWeights& w, const ConvPlan&
 // stride: plane (c, rp, cp) holds padded rows r with r % s == rp and columns with
 // col % s == cp), then every tile reads its B rows straight from them: tap (c, kh, kw) of
 // output row oh, columns ow .. ow + NR - 1 is plane (c, kh % s, kw % s) at row
-// oh + kh / s, columns ow + kw / s on, NR consecutive floats. gemm_tile_indirect walks a
-// per-k offset table; tiles stay within an output row (a partial last one). No im2col
+// oh + kh / s, columns ow + kw / s on, NR consecutive floats. The indirect tile
+// (gemm_tile_indirect_fn) walks a per-k offset table; tiles stay within an output row (a
+// partial last one). No im2col
 // copy: that was 14-24 % of the first convs' time (K = 27 and 147: every input float
 // copied 9 and ~12 times).
 //

@@ -53,6 +53,7 @@ void direct_conv_task(const ConvShape& s, const ConvWeights& w, const float* w_r
                       const float* addend) {
   const int64_t nr = gemm_nr(), K = s.K(), M = s.M, P = s.P(), OW = s.out[2];
   const int64_t oh0 = t * p.rows_per_task, oh1 = std::min(s.out[1], oh0 + p.rows_per_task);
+  const TileIndirectFn tile_fn = gemm_tile_indirect_fn();
   Tile tile;
   tile.K = K;
   tile.a_rs = w.in_place ? K : 1;
@@ -77,7 +78,7 @@ void direct_conv_task(const ConvShape& s, const ConvWeights& w, const float* w_r
         tile.nr = static_cast<int>(std::min(nr, OW - ow));
         tile.c = y + i0 * P + oh * OW + ow;
         e.addend = addend ? addend + i0 * P + oh * OW + ow : nullptr;
-        gemm_tile_indirect(tile, off, e);
+        tile_fn(tile, off, e);
       }
   }
 }

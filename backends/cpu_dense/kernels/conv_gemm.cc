@@ -231,7 +231,7 @@ ConvPlan plan_conv(const ConvShape& s, int threads) {
     p.dot_cols = tail;
   } else if (gemm_half_tail_dots(tail, nr) > 0 && P <= kHalfTailMaxPanels * nr) {
     // A tail a little over half a panel (7x7 maps: 49 = 32 + 17 with 32-wide panels) as a
-    // one-vector tile of NR / 2 columns (gemm_tile) and dot columns for the rest, instead
+    // one-vector tile of NR / 2 columns (gemm_tile_fn) and dot columns for the rest, instead
     // of a whole NR-wide tile: Zen 4 (AVX-512), one layer, 21 alternating runs, 3x3 512 at
     // 7x7 0.81x the time, 1x1 512 -> 2048 0.78x, 2048 -> 512 0.84x, 960 -> 320 0.84x,
     // 160 -> 960 0.78x. On large maps the tail is a sliver of the work and the dots only
@@ -282,7 +282,7 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
   const int64_t n = t / (p.m_chunks * p.col_blocks * s.group);
   const int64_t K = s.K(), P = s.P(), Mg = s.Mg(), Cg = s.Cg();
   const int64_t nr = gemm_nr();
-  const TileFn tile_fn = gemm_tile_fn();
+  const TileFn tile_fn = gemm_tile_fn(), tall_fn = gemm_tall_tile_fn();
   const int64_t j0 = cb * p.nc, j1 = std::min(P, j0 + p.nc), cols = j1 - j0;
   const int64_t pi0 = mc * p.panels_per_chunk;
   const int64_t pi1 = std::min((Mg + kGemmMR - 1) / kGemmMR, pi0 + p.panels_per_chunk);
@@ -438,7 +438,7 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
               e.addend = last && rg ? rg + r0 * P + j0 + jq + h : nullptr;
               if (k0 == 0) prefetch_tile_rows(tt.c, P, tt.mr, tt.nr, true);
               if (e.addend) prefetch_tile_rows(e.addend, P, tt.mr, tt.nr, false);
-              gemm_tall_tile(tt, e);
+              tall_fn(tt, e);
             }
           continue;
         }

@@ -140,7 +140,7 @@ HWY_INLINE void RowFma(D d, float a, V b0, V b1, V& c0, V& c1) {
 // as a whole NR (Zen 4, AVX-512, one layer, 21 alternating runs: squeezenet1_1's
 // classifier, 512 -> 1000 at 13x13, 0.90x the time, 384 -> 64 at 13x13 0.93x). Fewer rows:
 // a last row panel of 2 or 4 rows (M = 16, 32, 64, 1000 ...) does not compute six.
-// IND: B's row k at t.b + b_off[k] (gemm_tile_indirect), else t.b + k * t.ldb.
+// IND: B's row k at t.b + b_off[k] (gemm_tile_indirect_fn), else t.b + k * t.ldb.
 template <int R, int NV, bool IND = false>
 HWY_INLINE void TileRowsImpl(const Tile& t, const Epilogue& e, const int32_t* b_off = nullptr) {
   const hn::ScalableTag<float> d;
@@ -356,14 +356,11 @@ HWY_EXPORT(TileIndirectImpl);
 
 int gemm_nr() { return HWY_DYNAMIC_DISPATCH(NrImpl)(); }
 const char* simd_target_name() { return HWY_DYNAMIC_DISPATCH(TargetImpl)(); }
-void gemm_tile(const Tile& t, const Epilogue& e) { HWY_DYNAMIC_DISPATCH(TileImpl)(t, e); }
 TileFn gemm_tile_fn() { return &HWY_DYNAMIC_DISPATCH(TileImpl); }
 void gemm_dot_tile(const DotTile& t, const Epilogue& e) { HWY_DYNAMIC_DISPATCH(DotImpl)(t, e); }
 bool gemm_tall_available() { return HWY_DYNAMIC_DISPATCH(TallAvailableImpl)(); }
-void gemm_tall_tile(const Tile& t, const Epilogue& e) { HWY_DYNAMIC_DISPATCH(TallImpl)(t, e); }
-void gemm_tile_indirect(const Tile& t, const int32_t* b_off, const Epilogue& e) {
-  HWY_DYNAMIC_DISPATCH(TileIndirectImpl)(t, b_off, e);
-}
+TileFn gemm_tall_tile_fn() { return &HWY_DYNAMIC_DISPATCH(TallImpl); }
+TileIndirectFn gemm_tile_indirect_fn() { return &HWY_DYNAMIC_DISPATCH(TileIndirectImpl); }
 
 }  // namespace kernels
 }  // namespace cpu_dense

@@ -53,16 +53,17 @@ struct Tile {
   int64_t ldc;
   int mr, nr;
 };
-void gemm_tile(const Tile& t, const Epilogue& e);
-// gemm_tile's micro-kernel for this CPU, resolved once: each gemm_tile call looks the
-// target up again (Highway's dispatch table; ~1 % of squeezenet1_1's samples sat in that
-// wrapper), so the drivers fetch the pointer once per task and call it per tile.
+// The tile micro-kernel for this CPU, resolved once: the drivers fetch the pointer once
+// per task and call it per tile (a wrapper that looked the target up in Highway's
+// dispatch table on every tile was ~1 % of squeezenet1_1's samples).
 using TileFn = void (*)(const Tile& t, const Epilogue& e);
 TileFn gemm_tile_fn();
 // The same tile with B's rows anywhere: B(k, j) = t.b[b_off[k] + j] (t.ldb unused), NR
 // readable floats from each. Direct convolution (conv.h) reads them from the input's
-// phase planes through a per-k offset table instead of an im2col copy.
-void gemm_tile_indirect(const Tile& t, const int32_t* b_off, const Epilogue& e);
+// phase planes through a per-k offset table instead of an im2col copy. Resolved once, as
+// gemm_tile_fn.
+using TileIndirectFn = void (*)(const Tile& t, const int32_t* b_off, const Epilogue& e);
+TileIndirectFn gemm_tile_indirect_fn();
 
 // Tall tiles: up to kGemmTallRows rows x one vector of columns (NR / 2), A packed k-major
 // in blocks of kGemmTallRows rows (pack_tall: block r at r * K * kGemmTallRows, then
@@ -78,7 +79,7 @@ inline bool gemm_tall_pays(int64_t M) {
   const int64_t last = (M - 1) % kGemmTallRows + 1;  // rows of the last tall tile
   return last > 2 * kGemmMR && M <= kGemmTallMaxM && gemm_tall_available();
 }
-void gemm_tall_tile(const Tile& t, const Epilogue& e);
+TileFn gemm_tall_tile_fn();  // resolved once, as gemm_tile_fn
 
 // The last few columns of a GEMM whose column count is not a multiple of NR (7x7 maps:
 // 49 = 3 * 16 + 1 pixels) as dot products along k instead of a mostly empty MR x NR
@@ -156,7 +157,7 @@ struct PackedA {
   FloatBuf data;
 };
 PackedA pack_a(const float* a, int64_t M, int64_t K, int64_t lda);
-// A(i, k) = a[i * K + k] k-major for gemm_tall_tile: [M / kGemmTallRows][K][kGemmTallRows].
+// A(i, k) = a[i * K + k] k-major for the tall tiles: [M / kGemmTallRows][K][kGemmTallRows].
 FloatBuf pack_tall(const float* a, int64_t M, int64_t K);
 
 // Reference GEMM for the tests: C[i*ldc + j] = sum_k A(i,k) B(k,j) + epilogue, doubles.

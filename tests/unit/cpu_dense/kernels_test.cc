@@ -269,7 +269,7 @@ TEST_CASE("tall tiles match the reference (1-16 rows, partial vectors, epilogue)
             t.nr = static_cast<int>(N);
             e.bias = variant == 0 ? bias.data() + r0 : nullptr;
             e.addend = variant == 1 ? addend.data() + r0 * N : nullptr;
-            gemm_tall_tile(t, e);
+            gemm_tall_tile_fn()(t, e);
             re.bias = e.bias;
             re.addend = e.addend;
             gemm_ref(rows, N, K, a.data() + r0 * K, K, 1, b.data(), ldb, 1, want.data() + r0 * N, N, re);
