@@ -306,6 +306,37 @@ TEST_SUITE("model_format") {
     CHECK(m.status().message().find("cycle") != std::string::npos);
   }
 
+  TEST_CASE("nodes run in file order where that order is topological, else as early as the file allows") {
+    // A residual block as exporters write it: the main branch (n0 -> n1 -> n2), then the
+    // shortcut branch (n3, reading the block input), then the Add. Breadth-first order would
+    // run the shortcut second, its output then waiting in memory while the main branch runs.
+    ModelBuilder b("block");
+    b.add_input("x", DataType::kFloat32, Shape{4});
+    b.add_node("Relu", {"x"}, {"a"});
+    b.add_node("Relu", {"a"}, {"b"});
+    b.add_node("Relu", {"b"}, {"c"});
+    b.add_node("Neg", {"x"}, {"s"});
+    b.add_node("Add", {"c", "s"}, {"y"});
+    b.add_output("y");
+    auto m = b.build();
+    REQUIRE(m.is_ok());
+    CHECK(m.value()->topo_order() == std::vector<int>{0, 1, 2, 3, 4});
+
+    // Out of order in the file: each node still comes as soon as its inputs exist, ties
+    // going to the earlier node in the file.
+    ModelBuilder c("shuffled");
+    c.add_input("x", DataType::kFloat32, Shape{4});
+    c.add_node("Add", {"c", "s"}, {"y"});  // 0: after 1 and 2
+    c.add_node("Relu", {"b"}, {"c"});      // 1: after 3
+    c.add_node("Neg", {"x"}, {"s"});       // 2: ready at once
+    c.add_node("Relu", {"a"}, {"b"});      // 3: after 4
+    c.add_node("Relu", {"x"}, {"a"});      // 4: ready at once
+    c.add_output("y");
+    auto n = c.build();
+    REQUIRE(n.is_ok());
+    CHECK(n.value()->topo_order() == std::vector<int>{2, 4, 3, 1, 0});
+  }
+
   TEST_CASE("a tensor produced twice and an unproduced read are refused") {
     ModelBuilder b("twice");
     b.add_input("x", DataType::kFloat32, Shape{2});
