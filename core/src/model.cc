@@ -29,8 +29,8 @@ struct ModelAccess {
     // arena 6.12 MiB, and the fused residual Add read that output back from L3 (layer2.0's
     // conv3 1.24x ORT's time). In file order the shortcut conv runs last and takes the Add:
     // arena 4.98 MiB; Zen 4, per-node medians of alternating `--profile` runs of two builds,
-    // both orders (1 / 2 threads): layer2.0's conv3 + shortcut 0.98x / 0.96x the time,
-    // layer3.0's 0.96x.
+    // both orders: layer2.0's conv3 + shortcut 0.98x the time, layer3.0's 0.96x (1 thread;
+    // 0.98x / 1.00x at 2, unchanged layers drifting to 1.02-1.03x).
     std::vector<int> producer(nt, -1);
     for (size_t n = 0; n < nn; ++n)
       for (int32_t o : g.nodes[n].outputs) producer[o] = static_cast<int>(n);
