@@ -64,6 +64,7 @@ class ConvPacked {
   ConvPacked(const float* w, int64_t M, int64_t Cg, int64_t taps, int64_t group,
              const float* bias, int spatial, bool winograd = false, int64_t stride_area = 1);
   const char* name() const {
+    if (expand_.K > 0) return "f32_conv1x1_dwconv__fused";
     if (depthwise_) return "f32_dwconv_direct";
     if (direct_name_) return "f32_conv_direct_6x2v__phases";
     if (winograd_.u) return "f32_conv3x3_winograd_f2x2__6x2v";
@@ -80,6 +81,14 @@ class ConvPacked {
   // it may be y itself when adds_onto_output().
   void run(const RunContext& ctx, const kernels::ConvShape& s, const float* x, const float* w,
            float* y, const float* addend = nullptr) const;
+  // Takes on the pointwise conv `expand` that alone writes this depthwise's input (W1 as
+  // given, [C, K] for this node's C channels; its bias and clamp), for the run shape s:
+  // true where s runs channel blocks on a map where that paid (kExpandMinPixels); every
+  // run then goes through run_expand and the input is never stored.
+  bool fuse_expand(const ConvPacked& expand, const float* w1, int64_t K, const kernels::ConvShape& s);
+  bool fused_expand() const { return expand_.K > 0; }
+  // The run with the expand fused: x1 = the expand's input [N, K, in...] (s as at fusing).
+  void run_expand(const RunContext& ctx, const kernels::ConvShape& s, const float* x1, float* y) const;
   // Every later run clamps its outputs to [lo, hi] (a fused Relu / Clip).
   void set_clamp(float lo, float hi) {
     lo_ = lo;
@@ -108,6 +117,10 @@ class ConvPacked {
   kernels::ConvWeights gemm_;
   kernels::WinogradWeights winograd_;
   kernels::FloatBuf dw_w_, dw_b_;
+  // A fused expand (fuse_expand): W1 k-major, its bias; the shape it was fused for.
+  kernels::FloatBuf expand_wt_, expand_b_;
+  kernels::DwExpand expand_;
+  kernels::ConvShape expand_shape_;
   // The last plan (sessions sharing the model may run the node at once); none while
   // plan_threads_ is 0.
   mutable std::mutex plan_mu_;

@@ -193,6 +193,7 @@ Status PreparedModel::Impl::select(const Model& model, const BackendPolicy& pol,
     choices->push_back(choice);
   }
   fuse_activations(model, *kernels, choices);
+  fuse_producers(model, *kernels, choices);
   return Status::ok();
 }
 
@@ -323,6 +324,101 @@ void PreparedModel::Impl::fuse_activations(const Model& model,
       }
     }
     if (fused) mark(b, "clamp applied by " + producer_text + " as it writes");
+  }
+}
+
+void PreparedModel::Impl::fuse_producers(const Model& model,
+                                         const std::vector<std::shared_ptr<PreparedKernel>>& kernels,
+                                         std::vector<KernelChoice>* choices) const {
+  const auto& g = model.graph();
+  std::vector<int> consumers(g.tensors.size(), 0), producer(g.tensors.size(), -1);
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    for (int32_t in : g.nodes[n].inputs)
+      if (in >= 0) ++consumers[size_t(in)];
+    for (int32_t o : g.nodes[n].outputs)
+      if (o >= 0) producer[size_t(o)] = int(n);
+  }
+  std::vector<bool> is_output(g.tensors.size(), false);
+  for (int32_t o : g.outputs) is_output[size_t(o)] = true;
+  // Activation node -> the node clamping for it; nodes that do not run (absorbed).
+  std::vector<int> clamped_by(g.nodes.size(), -1);
+  std::vector<bool> absorbed(g.nodes.size(), false);
+  for (size_t q = 0; q < g.nodes.size(); ++q) {
+    if (!kernels[q]) continue;
+    if (kernels[q]->fused_node >= 0 && kernels[q]->fused_add_node < 0) clamped_by[size_t(kernels[q]->fused_node)] = int(q);
+    if (kernels[q]->fused_node >= 0) absorbed[size_t(kernels[q]->fused_node)] = true;
+    if (kernels[q]->fused_add_node >= 0) absorbed[size_t(kernels[q]->fused_add_node)] = true;
+  }
+  auto static_f32 = [&](int32_t t) {
+    const TensorState& ts = static_states[size_t(t)];
+    if (ts.dtype != DataType::kFloat32 || ts.bounded || ts.rank < 0 || ts.value) return false;
+    for (int64_t d : ts.dims)
+      if (d < 0) return false;
+    return true;
+  };
+  auto text = [&](int n) {
+    const auto& pk = kernels[size_t(n)];
+    return g.nodes[size_t(n)].describe() + " (" + (pk && pk->k.name ? pk->k.name : "?") + ")";
+  };
+  auto mark = [&](int b, const std::string& reason) {
+    for (KernelChoice& c : *choices)
+      if (c.node == b) {
+        c.kernel = "fused";
+        c.reason = reason;
+      }
+  };
+  for (size_t b = 0; b < g.nodes.size(); ++b) {
+    const auto& pk = kernels[b];
+    if (!pk || absorbed[b] || pk->k.struct_size < offsetof(mn_kernel, fuse_producer) + sizeof(pk->k.fuse_producer) ||
+        !pk->k.fuse_producer)
+      continue;
+    const ir::Node& node = g.nodes[b];
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const int32_t t = node.inputs[i];
+      if (t < 0 || consumers[size_t(t)] != 1 || is_output[size_t(t)] || producer[size_t(t)] < 0 || !static_f32(t))
+        continue;
+      // The producer: the node writing t, or the one before an activation it clamps.
+      int p = producer[size_t(t)], act = -1;
+      if (clamped_by[size_t(p)] >= 0) act = p, p = clamped_by[size_t(p)];
+      const auto& pp = kernels[size_t(p)];
+      const ir::Node& pn = g.nodes[size_t(p)];
+      // (A producer that computes its own producer's output, or that another consumer took, stays.)
+      if (!pp || pp->backend != pk->backend || pp->fused_add_node >= 0 || pp->fused_producer_node >= 0 || absorbed[size_t(p)] ||
+          pn.outputs.empty() || pn.inputs.empty())
+        continue;
+      const int32_t y = pn.outputs[0];
+      if (act >= 0 ? (g.nodes[size_t(act)].inputs[0] != y || consumers[size_t(y)] != 1 || is_output[size_t(y)] ||
+                      !static_f32(y))
+                   : y != t)
+        continue;
+      if (pn.inputs[0] < 0 || !static_f32(pn.inputs[0])) continue;  // X: a run-time tensor of static shape
+      bool fused = false;
+      {
+        std::lock_guard<std::mutex> lock(cache_mutex);
+        if (pk->fused_producer_node == p) {
+          fused = true;
+        } else if (pk->fused_producer_node < 0) {
+          const int32_t first_extra = int32_t(node.inputs.size()) + (pk->fused_add_node >= 0 ? 1 : 0);
+          const char* name = nullptr;
+          if (pk->k.fuse_producer(pk->k.state, int32_t(i), pp->k.state, first_extra, &name) == MN_OK) {
+            if (name) pk->k.name = name;
+            pk->fused_producer_node = p;
+            pk->producer_act_node = act;
+            pk->producer_input = int32_t(i);
+            pk->producer_first_extra = first_extra;
+            fused = true;
+          }
+        }
+      }
+      if (!fused) continue;
+      absorbed[size_t(p)] = true;
+      for (KernelChoice& c : *choices)
+        if (c.node == int(b)) c.kernel = pk->k.name ? pk->k.name : "?";
+      const std::string by = "computed by " + text(int(b)) + " as it reads it";
+      mark(p, by);
+      if (act >= 0) mark(act, "clamp applied within " + text(int(b)));
+      break;
+    }
   }
 }
 

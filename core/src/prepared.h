@@ -24,6 +24,15 @@ struct PreparedKernel {
   // the node's own inputs. fused_node is then the activation after that Add, if any.
   int fused_add_node = -1;
   int32_t addend_tensor = -1;
+  // The node whose output this kernel computes itself from that node's inputs
+  // (mn_kernel.fuse_producer accepted it), or -1; producer_act_node: the activation
+  // between them whose clamp the producer applied (its output is this kernel's input), or
+  // -1. Neither runs; the session passes the producer's inputs after this node's own (and
+  // a fused addend), from producer_first_extra on, and this kernel's input
+  // producer_input without data.
+  int fused_producer_node = -1;
+  int producer_act_node = -1;
+  int32_t producer_input = -1, producer_first_extra = -1;
   ~PreparedKernel() {
     if (k.destroy) k.destroy(k.state);
   }
@@ -47,6 +56,11 @@ struct PreparedModel::Impl {
   // (fuse_activations in engine.cc); marks the choices of the nodes it absorbed.
   void fuse_activations(const Model& model, const std::vector<std::shared_ptr<PreparedKernel>>& kernels,
                         std::vector<KernelChoice>* choices) const;
+  // Offers each kernel the node that alone writes one of its inputs (mn_kernel.
+  // fuse_producer, same backend); marks the producers it absorbed (fuse_producers in
+  // engine.cc). Runs after fuse_activations: a producer's clamp is part of what it hands on.
+  void fuse_producers(const Model& model, const std::vector<std::shared_ptr<PreparedKernel>>& kernels,
+                      std::vector<KernelChoice>* choices) const;
   // Chooses and prepares a kernel for every node under `policy`.
   Status select(const Model& model, const BackendPolicy& policy,
                 std::vector<std::shared_ptr<PreparedKernel>>* kernels,

@@ -371,6 +371,21 @@ Status Session::Impl::plan() {
     skip[pk->fused_node] = true;
     alias_of[z] = y;
   }
+  // Producers a consumer's kernel computes itself (PreparedKernel::fused_producer_node,
+  // mn_kernel.fuse_producer) do not run, nor the activation between them; their output is
+  // never stored, and their inputs become extra inputs of the consumer's step.
+  std::vector<int> absorbed_producer(g.nodes.size(), -1);
+  for (int n : model->topo_order()) {
+    const auto& pk = kernels[n];
+    if (!pk || skip[n] || pk->fused_producer_node < 0) continue;
+    const int p = pk->fused_producer_node;
+    for (int32_t in : g.nodes[p].inputs)
+      if (in >= 0 && st[in].bounded)
+        return internal_error(g.nodes[n].describe() + ": the node fused into its kernel cannot be planned for these shapes");
+    skip[p] = true;
+    if (pk->producer_act_node >= 0) skip[pk->producer_act_node] = true;
+    absorbed_producer[n] = p;
+  }
   auto resolve = [&](int32_t t) { return t >= 0 && alias_of[t] >= 0 ? alias_of[t] : t; };
 
   // Concats that need no copy: along an axis with nothing but size-1 dims before it (the
@@ -388,6 +403,9 @@ Status Session::Impl::plan() {
       for (int32_t in : g.nodes[n].inputs)
         if (in >= 0) ++uses[resolve(in)];
       if (addend_of[n] >= 0) ++uses[resolve(addend_of[n])];
+      if (absorbed_producer[n] >= 0)
+        for (int32_t in : g.nodes[absorbed_producer[n]].inputs)
+          if (in >= 0) ++uses[resolve(in)];
       for (int32_t o : g.nodes[n].outputs)
         if (o >= 0) producer[o] = n;
     }
@@ -457,6 +475,8 @@ Status Session::Impl::plan() {
     };
     for (int32_t in0 : g.nodes[order[s]].inputs) used(in0);
     used(addend_of[order[s]]);
+    if (absorbed_producer[order[s]] >= 0)
+      for (int32_t in0 : g.nodes[absorbed_producer[order[s]]].inputs) used(in0);
   }
   for (size_t s = 0; s < order.size(); ++s) {
     const ir::Node& node = g.nodes[order[s]];
@@ -532,6 +552,23 @@ Status Session::Impl::plan() {
       mn_tensor t;
       fill_mn_tensor(g.tensors[r], st[r], &t);
       step.view->inputs().push_back(t);
+      step.view->refresh();
+    }
+    if (absorbed_producer[n] >= 0) {  // the fused producer's inputs, after those
+      if (static_cast<int32_t>(step.view->inputs().size()) != step.kernel->producer_first_extra)
+        return internal_error(g.nodes[n].describe() + ": the inputs of the node fused into its kernel do not line up");
+      for (int32_t in0 : g.nodes[absorbed_producer[n]].inputs) {
+        static const ir::TensorInfo absent_info{};
+        mn_tensor t;
+        if (in0 >= 0) {
+          const int32_t r = resolve(in0);
+          fill_mn_tensor(g.tensors[r], st[r], &t);
+        } else {
+          fill_mn_tensor(absent_info, TensorState{}, &t);
+          t.name = "";
+        }
+        step.view->inputs().push_back(t);
+      }
       step.view->refresh();
     }
     const auto& k = step.kernel->k;

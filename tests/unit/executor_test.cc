@@ -364,6 +364,103 @@ TEST_SUITE("executor") {
     }
   }
 
+  TEST_CASE("pointwise expand (and its Clip) computed inside the depthwise that alone reads it") {
+    auto e = test::make_engine();
+    // mobilenet_v2's inverted residual: 1x1 expand -> Clip -> depthwise 3x3 (ABI 1.6,
+    // mn_kernel.fuse_producer). Fused: e1 + clip1 into d1 (stride 1), e2 (no bias, no
+    // activation) into d2. Not fused: k3 read by two nodes, a 3x3 producer (e4), a map
+    // under 100 pixels (e5 -> d5 after the stride 2), 18 channels (not whole vectors).
+    // With `expose`, e1, e2 are graph outputs too: nothing is fused.
+    auto build = [](bool expose) {
+      ModelBuilder b("expand_dw");
+      b.add_input("x", DataType::kFloat32, Shape{2, 8, 12, 13});
+      b.add_constant("we1", test::random_tensor({32, 8, 1, 1}, 1));
+      b.add_constant("be1", test::random_tensor({32}, 2));
+      b.add_constant("wd1", test::random_tensor({32, 1, 3, 3}, 3));
+      b.add_constant("bd1", test::random_tensor({32}, 4));
+      b.add_constant("we2", test::random_tensor({32, 32, 1, 1}, 5));
+      b.add_constant("wd2", test::random_tensor({32, 1, 3, 3}, 6));
+      b.add_constant("we3", test::random_tensor({32, 32, 1, 1}, 7));
+      b.add_constant("wd3", test::random_tensor({32, 1, 3, 3}, 8));
+      b.add_constant("we4", test::random_tensor({32, 32, 3, 3}, 9));
+      b.add_constant("wd4", test::random_tensor({32, 1, 3, 3}, 10));
+      b.add_constant("we5", test::random_tensor({32, 32, 1, 1}, 11));
+      b.add_constant("wd5", test::random_tensor({32, 1, 3, 3}, 12));
+      b.add_constant("we6", test::random_tensor({18, 8, 1, 1}, 13));
+      b.add_constant("wd6", test::random_tensor({18, 1, 3, 3}, 14));
+      b.add_constant("lo", Tensor::from_vector<float>({}, {0.0f}));
+      b.add_constant("hi", Tensor::from_vector<float>({}, {0.75f}));
+      const std::vector<Attr> dw = {Attr::Int("group", 32), Attr::Ints("pads", {1, 1, 1, 1})};
+      const std::vector<Attr> dw_s2 = {Attr::Int("group", 32), Attr::Ints("pads", {1, 1, 1, 1}),
+                                       Attr::Ints("strides", {2, 2})};
+      b.add_node("Conv", {"x", "we1", "be1"}, {"e1"}, {}, "e1");
+      b.add_node("Clip", {"e1", "lo", "hi"}, {"k1"}, {}, "clip1");
+      b.add_node("Conv", {"k1", "wd1", "bd1"}, {"d1"}, dw, "d1");
+      b.add_node("Relu", {"d1"}, {"r1"}, {}, "relu1");
+      b.add_node("Conv", {"r1", "we2"}, {"e2"}, {}, "e2");
+      b.add_node("Conv", {"e2", "wd2"}, {"d2"}, dw, "d2");
+      b.add_node("Conv", {"d2", "we3"}, {"e3"}, {}, "e3");
+      b.add_node("Clip", {"e3", "lo", "hi"}, {"k3"}, {}, "clip3");
+      b.add_node("Conv", {"k3", "wd3"}, {"d3"}, dw_s2, "d3");
+      b.add_node("Add", {"k3", "k3"}, {"a3"}, {}, "a3");
+      b.add_node("Conv", {"r1", "we4"}, {"e4"}, {Attr::Ints("pads", {1, 1, 1, 1})}, "e4");
+      b.add_node("Conv", {"e4", "wd4"}, {"d4"}, dw, "d4");
+      b.add_node("Conv", {"d3", "we5"}, {"e5"}, {}, "e5");
+      b.add_node("Conv", {"e5", "wd5"}, {"d5"}, dw, "d5");
+      b.add_node("Conv", {"x", "we6"}, {"e6"}, {}, "e6");
+      b.add_node("Conv", {"e6", "wd6"}, {"d6"}, {Attr::Int("group", 18), Attr::Ints("pads", {1, 1, 1, 1})}, "d6");
+      for (const char* o : {"d5", "a3", "d4", "d6"}) b.add_output(o);
+      if (expose)
+        for (const char* o : {"e1", "e2"}) b.add_output(o);
+      return b.build().value();
+    };
+    auto fused = e->prepare(build(false)).value();
+    auto plain = e->prepare(build(true)).value();
+    std::map<std::string, KernelChoice> choice_of;
+    for (const auto& c : fused->choices()) choice_of[fused->model().graph().nodes[size_t(c.node)].name] = c;
+    for (const char* n : {"d1", "d2"}) CHECK_MESSAGE(choice_of[n].kernel == "f32_conv1x1_dwconv__fused", n);
+    for (const char* n : {"e1", "clip1", "e2"}) {
+      CHECK_MESSAGE(choice_of[n].kernel == "fused", n);
+      CHECK_MESSAGE(choice_of[n].reason.find("node 'd") != std::string::npos, n << ": " << choice_of[n].reason);
+    }
+    CHECK(choice_of["e1"].reason.find("computed by") != std::string::npos);
+    CHECK(choice_of["clip1"].reason.find("clamp applied within") != std::string::npos);
+    CHECK(choice_of["clip3"].reason.find("e3") != std::string::npos);  // a plain fused activation
+    for (const char* n : {"e3", "d3", "e4", "d4", "e5", "d5", "e6", "d6"})
+      CHECK_MESSAGE(choice_of[n].kernel.find("fused") == std::string::npos, n << ": " << choice_of[n].kernel);
+    for (const auto& c : plain->choices()) {
+      const std::string& n = plain->model().graph().nodes[size_t(c.node)].name;
+      CHECK_MESSAGE(c.kernel.find("dwconv__fused") == std::string::npos, n);
+      CHECK_MESSAGE((c.kernel != "fused" || n == "relu1" || n == "clip3"), n);
+    }
+    for (int threads : {1, 2}) {
+      SessionOptions so;
+      so.threads = threads;
+      so.profile = true;
+      auto sf = Session::create(fused, so).value();
+      auto sp = Session::create(plain, so).value();
+      for (int k = 0; k < 2; ++k) {
+        const std::vector<Tensor> in = {test::random_tensor({2, 8, 12, 13}, 80 + k)};
+        auto a = sf->run(in);
+        auto r = sp->run(in);
+        REQUIRE_MESSAGE(a.is_ok(), a.status().message());
+        REQUIRE_MESSAGE(r.is_ok(), r.status().message());
+        for (size_t o = 0; o < 4; ++o) {  // the sums in another order: equal within rounding
+          const Tensor& ya = a.value()[o];
+          const Tensor& yr = r.value()[o];
+          REQUIRE(ya.shape() == yr.shape());
+          int bad = 0;
+          for (int64_t i = 0; i < ya.elements(); ++i) {
+            const float u = ya.data<float>()[i], v = yr.data<float>()[i];
+            bad += !(std::fabs(u - v) <= 1e-5f * (1.0f + std::fabs(v)));
+          }
+          CHECK_MESSAGE(bad == 0, "output " << o << ", " << threads << " threads");
+        }
+      }
+      CHECK(sf->profile().size() + 3 == sp->profile().size());  // e1, clip1, e2 do not run
+    }
+  }
+
   TEST_CASE("Concat of channels: producers write into its output, it does not run") {
     auto e = test::make_engine();
     // x -> conv a (+ Relu, fused) | conv b -> Concat(a, b) -> conv c, conv d ->

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "kernels/gemm.h"
@@ -197,6 +198,22 @@ bool dwconv_block_transposes();
 int64_t dwconv_block_slot_floats(const ConvShape& s);
 void dwconv_block(const ConvShape& s, int64_t block, const float* x, const float* w,
                   const float* bias, float* y, float* slot, float lo, float hi);
+
+// A pointwise conv ("expand": K input channels -> C, then a clamp) computed inside the
+// channel-blocked depthwise that alone reads its output (dwconv_expand_block): the
+// depthwise's input E = clamp(W1 X + b1, lo, hi) is made a chunk of rows at a time in the
+// block's scratch, never stored whole. wt: W1 k-major, wt[k * wt_stride + c] = W1[c][k].
+struct DwExpand {
+  int64_t K = 0, wt_stride = 0;
+  const float* wt = nullptr;
+  const float* bias = nullptr;  // [C] or null
+  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+};
+// Block b as dwconv_block (s: the depthwise's shape, s.C its channels; where
+// dwconv_block_applies; scratch: dwconv_block_slot_floats); x: X [N, K, IH, IW] of the
+// expand (the depthwise's input size).
+void dwconv_expand_block(const ConvShape& s, int64_t block, const DwExpand& e, const float* x, const float* w,
+                         const float* bias, float* y, float* slot, float lo, float hi);
 
 // ---- Max pooling, same plane scheme (2-D or 1-D: k[0] == 1, in[0] == 1) -------------
 // Output plane `plane` = n * C + c of y (M == C, group unused); scratch: dwconv_slot_floats.

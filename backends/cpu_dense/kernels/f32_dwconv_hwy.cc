@@ -624,38 +624,32 @@ bool TransposesImpl() {
 #undef MINNOW_DW_TRANSPOSE
 #undef MINNOW_DW_MASKED_TILE
 
-void BlockImpl(const ConvShape& s, int64_t block, const float* x, const float* w,
-               const float* bias, float* y, float* slot, float lo, float hi) {
-  const hn::ScalableTag<float> d;
-  using V = hn::Vec<decltype(d)>;
+// The taps of channel block c0 (one vector per tap: wv[t * L + l] = w[(c0 + l) * taps + t])
+// and their offsets in a chunk's padded rows of g.cols pixels.
+template <class D>
+HWY_INLINE void BlockTaps(D d, const ConvShape& s, const DwBlockGeom& g, const float* w, int64_t c0,
+                          float* wv, int64_t* off) {
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
-  const DwBlockGeom g = dw_block_geom(s, L);
-  const int64_t IH = s.in[1], IW = s.in[2], OH = s.out[1], OW = s.out[2];
   const int64_t KW = s.k[2], taps = s.k[1] * KW;
-  const int64_t sh = s.s[1], sw = s.s[2], dh = s.d[1], dw = s.d[2];
-  const int64_t c0 = block * L % s.M, n = block * L / s.M;  // M == C, M % L == 0
-  float* xin = slot;
-  float* yout = slot + g.in_floats;
-  // Weights of the block, one vector per tap: wv[t * L + l] = w[(c0 + l) * taps + t].
-  HWY_ALIGN float wv[kDwBlockMaxTaps * (HWY_MAX_BYTES / sizeof(float))];
-  int64_t off[kDwBlockMaxTaps];
   for (int64_t t = 0; t < taps; ++t) {
     for (int64_t l = 0; l < L; ++l) wv[t * L + l] = w[(c0 + l) * taps + t];
-    off[t] = ((t / KW) * dh * g.cols + (t % KW) * dw) * L;
+    off[t] = ((t / KW) * s.d[1] * g.cols + (t % KW) * s.d[2]) * L;
   }
-  const V vb = bias ? hn::LoadU(d, bias + c0) : hn::Zero(d);
-  const V vlo = hn::Set(d, lo), vhi = hn::Set(d, hi);
-  const int64_t px = sw * L;  // floats between neighbouring output pixels' windows
-  const float* xb = x + (n * s.C + c0) * IH * IW;
-  float* yb = y + (n * s.M + c0) * OH * OW;
-  for (int64_t oh0 = 0; oh0 < OH; oh0 += g.chunk) {
-  const int64_t oh1 = std::min(OH, oh0 + g.chunk);
-  GatherBlockIn(s, g, xb, 0.0f, oh0 * sh, (oh1 - oh0 - 1) * sh + (s.k[1] - 1) * dh + 1, xin);
+}
+
+// Output rows [oh0, oh1) of one channel block from its padded input rows xin (the first
+// is padded row oh0 * stride) into yout[p * L + l], p = (row - oh0) * OW + column.
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE void BlockChunk(D d, const ConvShape& s, const DwBlockGeom& g, const float* xin, const float* wv,
+                           const int64_t* off, V vb, V vlo, V vhi, int64_t oh0, int64_t oh1, float* yout) {
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t OW = s.out[2], taps = s.k[1] * s.k[2];
+  const int64_t px = s.s[2] * L;  // floats between neighbouring output pixels' windows
   // The chunk's output pixels as one run, p = (row - oh0) * OW + column, eight at a time:
   // eight independent chains of taps FMAs (four left the FMA units waiting on latency),
   // groups running on across rows. Row by row, a 7- or 14-wide row ended in pixels one
   // chain at a time (taps x the FMA latency each).
-  const int64_t npx = (oh1 - oh0) * OW, row_step = sh * g.cols * L;
+  const int64_t npx = (oh1 - oh0) * OW, row_step = s.s[1] * g.cols * L;
   int64_t p = 0, r = 0, c = 0;  // (r, c): pixel p's row in the chunk and column
   auto next_src = [&]() {
     const float* src = xin + r * row_step + c * px;
@@ -711,7 +705,147 @@ void BlockImpl(const ConvShape& s, int64_t block, const float* x, const float* w
     for (int64_t t = 0; t < taps; ++t) a0 = hn::MulAdd(hn::Load(d, wv + t * L), hn::LoadU(d, src + off[t]), a0);
     hn::StoreU(hn::Min(hn::Max(a0, vlo), vhi), d, yout + p * L);
   }
-  GatherBlockOut(yout, (oh1 - oh0) * OW, OH * OW, yb + oh0 * OW);
+}
+
+void BlockImpl(const ConvShape& s, int64_t block, const float* x, const float* w,
+               const float* bias, float* y, float* slot, float lo, float hi) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const DwBlockGeom g = dw_block_geom(s, L);
+  const int64_t IH = s.in[1], IW = s.in[2], OH = s.out[1], OW = s.out[2];
+  const int64_t c0 = block * L % s.M, n = block * L / s.M;  // M == C, M % L == 0
+  float* xin = slot;
+  float* yout = slot + g.in_floats;
+  HWY_ALIGN float wv[kDwBlockMaxTaps * (HWY_MAX_BYTES / sizeof(float))];
+  int64_t off[kDwBlockMaxTaps];
+  BlockTaps(d, s, g, w, c0, wv, off);
+  const V vb = bias ? hn::LoadU(d, bias + c0) : hn::Zero(d);
+  const V vlo = hn::Set(d, lo), vhi = hn::Set(d, hi);
+  const float* xb = x + (n * s.C + c0) * IH * IW;
+  float* yb = y + (n * s.M + c0) * OH * OW;
+  for (int64_t oh0 = 0; oh0 < OH; oh0 += g.chunk) {
+    const int64_t oh1 = std::min(OH, oh0 + g.chunk);
+    GatherBlockIn(s, g, xb, 0.0f, oh0 * s.s[1], (oh1 - oh0 - 1) * s.s[1] + (s.k[1] - 1) * s.d[1] + 1, xin);
+    BlockChunk(d, s, g, xin, wv, off, vb, vlo, vhi, oh0, oh1, yout);
+    GatherBlockOut(yout, (oh1 - oh0) * OW, OH * OW, yb + oh0 * OW);
+  }
+}
+
+// ---- Pointwise expand fused into the depthwise (dwconv_expand_block) -------------------
+// Padded rows [r0, r0 + rows) of channel block c0 of E = clamp(W1 X + b1, lo1, hi1), E
+// never stored whole: xin[((r - r0) * cols + col) * L + l], zero outside X (the depthwise
+// pads E, not X). Every pixel is a vector of L channels: the sum over k of W1's column k
+// (wt: k-major, one vector a k) times X[k][pixel] broadcast, eight pixels at a time (eight
+// chains of FMAs; pixels run on across rows). Two blocks sharing each broadcast (a second
+// weight vector a k, sixteen chains) were 1.02-1.05x slower on mobilenet_v2's shapes.
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE void ExpandRowsIn(D d, const ConvShape& s, const DwBlockGeom& g, const DwExpand& e, const float* xn,
+                             const float* wt, V vb1, int64_t r0, int64_t rows, float* xin) {
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t IH = s.in[1], IW = s.in[2], pbh = s.pb[1], pbw = s.pb[2], HW = IH * IW;
+  const int64_t K = e.K, row_floats = g.cols * L;
+  const V zero = hn::Zero(d), vlo1 = hn::Set(d, e.lo), vhi1 = hn::Set(d, e.hi);
+  // Rows outside X, and the padding columns of the rows inside.
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t ih = r0 + r - pbh;
+    float* row = xin + r * row_floats;
+    if (ih < 0 || ih >= IH) {
+      for (int64_t c = 0; c < g.cols; ++c) hn::StoreU(zero, d, row + c * L);
+      continue;
+    }
+    for (int64_t c = 0; c < pbw && c < g.cols; ++c) hn::StoreU(zero, d, row + c * L);
+    for (int64_t c = pbw + IW; c < g.cols; ++c) hn::StoreU(zero, d, row + c * L);
+  }
+  const int64_t ih0 = std::max<int64_t>(0, r0 - pbh), ih1 = std::min(IH, r0 + rows - pbh);
+  if (ih0 >= ih1) return;
+  // Pixel q's place in xin; columns past g.cols (that the depthwise never reads) are not kept.
+  int64_t rr = ih0 + pbh - r0, cc = pbw;
+  auto next_dst = [&]() {
+    float* dst = cc < g.cols ? xin + rr * row_floats + cc * L : nullptr;
+    if (++cc == pbw + IW) cc = pbw, ++rr;
+    return dst;
+  };
+  auto put = [&](float* dst, V v) {
+    if (dst) hn::StoreU(hn::Min(hn::Max(v, vlo1), vhi1), d, dst);
+  };
+  const int64_t q1 = ih1 * IW;
+  for (int64_t q = ih0 * IW; q < q1; q += 8) {
+    // The last 1-7 pixels go as a group of eight whose extra lanes repeat the last pixel
+    // and are not stored (one at a time, each was a chain of K dependent FMAs).
+    const int64_t rem = std::min<int64_t>(8, q1 - q);
+    float* dd[8];
+    int64_t xi[8];
+    for (int64_t j = 0; j < 8; ++j) {
+      dd[j] = j < rem ? next_dst() : nullptr;
+      xi[j] = std::min(j, rem - 1);
+    }
+    V a0 = vb1, a1 = vb1, a2 = vb1, a3 = vb1, a4 = vb1, a5 = vb1, a6 = vb1, a7 = vb1;
+    const float* xq = xn + q;
+    const float* wk = wt;
+    if (rem == 8) {
+      for (int64_t k = 0; k < K; ++k, xq += HW, wk += e.wt_stride) {
+        const V w0 = hn::LoadU(d, wk);
+        a0 = hn::MulAdd(w0, hn::Set(d, xq[0]), a0);
+        a1 = hn::MulAdd(w0, hn::Set(d, xq[1]), a1);
+        a2 = hn::MulAdd(w0, hn::Set(d, xq[2]), a2);
+        a3 = hn::MulAdd(w0, hn::Set(d, xq[3]), a3);
+        a4 = hn::MulAdd(w0, hn::Set(d, xq[4]), a4);
+        a5 = hn::MulAdd(w0, hn::Set(d, xq[5]), a5);
+        a6 = hn::MulAdd(w0, hn::Set(d, xq[6]), a6);
+        a7 = hn::MulAdd(w0, hn::Set(d, xq[7]), a7);
+      }
+    } else {
+      for (int64_t k = 0; k < K; ++k, xq += HW, wk += e.wt_stride) {
+        const V w0 = hn::LoadU(d, wk);
+        a0 = hn::MulAdd(w0, hn::Set(d, xq[xi[0]]), a0);
+        a1 = hn::MulAdd(w0, hn::Set(d, xq[xi[1]]), a1);
+        a2 = hn::MulAdd(w0, hn::Set(d, xq[xi[2]]), a2);
+        a3 = hn::MulAdd(w0, hn::Set(d, xq[xi[3]]), a3);
+        a4 = hn::MulAdd(w0, hn::Set(d, xq[xi[4]]), a4);
+        a5 = hn::MulAdd(w0, hn::Set(d, xq[xi[5]]), a5);
+        a6 = hn::MulAdd(w0, hn::Set(d, xq[xi[6]]), a6);
+        a7 = hn::MulAdd(w0, hn::Set(d, xq[xi[7]]), a7);
+      }
+    }
+    put(dd[0], a0), put(dd[1], a1), put(dd[2], a2), put(dd[3], a3);
+    put(dd[4], a4), put(dd[5], a5), put(dd[6], a6), put(dd[7], a7);
+  }
+}
+
+void ExpandBlockImpl(const ConvShape& s, int64_t block, const DwExpand& e, const float* x, const float* w,
+                     const float* bias, float* y, float* slot, float lo, float hi) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const DwBlockGeom g = dw_block_geom(s, L);
+  const int64_t IH = s.in[1], IW = s.in[2], OH = s.out[1], OW = s.out[2];
+  const int64_t c0 = block * L % s.M, n = block * L / s.M;  // M == C, M % L == 0
+  float* xin = slot;
+  float* yout = slot + g.in_floats;
+  HWY_ALIGN float wv[kDwBlockMaxTaps * (HWY_MAX_BYTES / sizeof(float))];
+  int64_t off[kDwBlockMaxTaps];
+  BlockTaps(d, s, g, w, c0, wv, off);
+  const V vb = bias ? hn::LoadU(d, bias + c0) : hn::Zero(d);
+  const V vlo = hn::Set(d, lo), vhi = hn::Set(d, hi);
+  const V vb1 = e.bias ? hn::LoadU(d, e.bias + c0) : hn::Zero(d);
+  const float* xn = x + n * e.K * IH * IW;
+  float* yb = y + (n * s.M + c0) * OH * OW;
+  const int64_t row_floats = g.cols * L;
+  int64_t have0 = 0, have1 = 0;  // padded rows [have0, have1) are in xin
+  for (int64_t oh0 = 0; oh0 < OH; oh0 += g.chunk) {
+    const int64_t oh1 = std::min(OH, oh0 + g.chunk);
+    const int64_t r0 = oh0 * s.s[1], r1 = (oh1 - 1) * s.s[1] + (s.k[1] - 1) * s.d[1] + 1;
+    // Rows the last chunk also read move to the front instead of being computed again.
+    int64_t kept = 0;
+    if (r0 >= have0 && r0 < have1) {
+      kept = have1 - r0;
+      std::memmove(xin, xin + (r0 - have0) * row_floats, size_t(kept * row_floats) * sizeof(float));
+    }
+    ExpandRowsIn(d, s, g, e, xn, e.wt + c0, vb1, r0 + kept, r1 - r0 - kept, xin + kept * row_floats);
+    have0 = r0, have1 = r1;
+    BlockChunk(d, s, g, xin, wv, off, vb, vlo, vhi, oh0, oh1, yout);
+    GatherBlockOut(yout, (oh1 - oh0) * OW, OH * OW, yb + oh0 * OW);
   }
 }
 
@@ -1081,6 +1215,7 @@ HWY_EXPORT(PlaneImpl);
 HWY_EXPORT(MaxPlaneImpl);
 HWY_EXPORT(DwBlockSlotFloatsImpl);
 HWY_EXPORT(BlockImpl);
+HWY_EXPORT(ExpandBlockImpl);
 HWY_EXPORT(MaxBlockImpl);
 HWY_EXPORT(TransposesImpl);
 HWY_EXPORT(RowsImplApplies);
@@ -1135,6 +1270,11 @@ void dwconv_block(const ConvShape& s, int64_t block, const float* x, const float
 }
 
 bool maxpool_block_applies(const ConvShape& s) { return block_fits(s, kMaxPoolBlockTaps); }
+
+void dwconv_expand_block(const ConvShape& s, int64_t block, const DwExpand& e, const float* x, const float* w,
+                         const float* bias, float* y, float* slot, float lo, float hi) {
+  HWY_DYNAMIC_DISPATCH(ExpandBlockImpl)(s, block, e, x, w, bias, y, slot, lo, hi);
+}
 
 void maxpool_block(const ConvShape& s, int64_t block, const float* x, float* y, float* slot) {
   HWY_DYNAMIC_DISPATCH(MaxBlockImpl)(s, block, x, y, slot);

@@ -62,6 +62,24 @@ class ConvKernel final : public OpKernel {
     return true;
   }
 
+  // A pointwise conv (and its clamp) writing this depthwise's X alone (mn_kernel.
+  // fuse_producer): computed a chunk of rows at a time inside the channel blocks
+  // (ConvPacked::fuse_expand decides where that pays), X never stored. The producer's X,
+  // W, B come after this node's inputs, from first_extra on.
+  bool fuse_producer(int input_index, Kernel& producer, int first_extra) override {
+    auto* p = dynamic_cast<ConvKernel*>(&producer);
+    if (input_index != 0 || !fast_ || addend_input_ >= 0 || !static_shape_ || !p || !p->fast_ || !p->w_const_ ||
+        p->addend_input_ >= 0 || p->group_ != 1 || p->attrs_.nsp != attrs_.nsp)
+      return false;
+    for (int i = 0; i < p->attrs_.nsp; ++i)
+      if (p->w_dims_[2 + i] != 1 || p->attrs_.stride[i] != 1 || p->attrs_.pad_begin[i] != 0 || p->attrs_.pad_end[i] != 0)
+        return false;
+    if (p->attrs_.auto_pad == AutoPad::kValid || p->w_dims_[0] != static_shape_->C) return false;
+    if (!fast_->fuse_expand(*p->fast_, p->w_const_, p->w_dims_[1], *static_shape_)) return false;
+    producer_first_ = first_extra;
+    return true;
+  }
+
   // Packs W (and B) for the SIMD kernels when both are constants.
   void try_pack(const Node& node) {
     const mn_tensor& w = *node.input(1).t;
@@ -89,6 +107,23 @@ class ConvKernel final : public OpKernel {
     fast_ = std::make_unique<ConvPacked>(static_cast<const float*>(w.data), w.dims[0], w.dims[1],
                                          static_cast<int64_t>(taps), group_, bias, attrs_.nsp,
                                          winograd, stride_area);
+    // For fuse_producer: W as given (a constant of the model, which outlives this kernel),
+    // and the run shape where every shape is known now.
+    w_const_ = static_cast<const float*>(w.data);
+    for (int i = 0; i < w.rank && i < 5; ++i) w_dims_[i] = w.dims[i];
+    const mn_tensor& out = *node.output(0).t;
+    bool known = x.rank == w.rank && out.rank == w.rank;
+    for (int i = 0; known && i < x.rank; ++i) known = x.dims[i] > 0 && out.dims[i] > 0;
+    if (known) {
+      kernels::ConvShape shape;
+      mn_tensor in[3] = {x, w, node.has_input(2) ? *node.input(2).t : mn_tensor{}};
+      try {
+        geometry(in, node.has_input(2) ? 3 : 2, &out, 1, &shape, nullptr, /*output_data=*/false);
+        static_shape_ = std::make_unique<kernels::ConvShape>(shape);
+      } catch (const PluginError&) {
+        // shapes the run will refuse: no fusion
+      }
+    }
   }
 
   size_t scratch_bytes(const mn_tensor* in, int num_inputs, const mn_tensor* out,
@@ -96,20 +131,27 @@ class ConvKernel final : public OpKernel {
     if (!fast_) return 0;
     kernels::ConvShape s;
     if (addend_input_ >= 0) num_inputs = std::min(num_inputs, addend_input_);
+    if (producer_first_ >= 0) num_inputs = std::min(num_inputs, producer_first_);
     geometry(in, num_inputs, out, num_outputs, &s);
     return fast_->scratch_bytes(s);
   }
 
-  double flops(const mn_tensor* in, int, const mn_tensor* out, int) const override {
+  double flops(const mn_tensor* in, int num_inputs, const mn_tensor* out, int) const override {
     double taps = 1;
     for (int i = 1; i < in[1].rank; ++i) taps *= static_cast<double>(in[1].dims[i]);
-    return 2.0 * static_cast<double>(numel(out[0])) * taps;
+    double f = 2.0 * static_cast<double>(numel(out[0])) * taps;
+    // A fused pointwise producer: its multiply-adds too (X's elements x its input channels).
+    if (producer_first_ >= 0 && num_inputs > producer_first_ && in[producer_first_].rank > 1)
+      f += 2.0 * static_cast<double>(numel(in[0])) * static_cast<double>(in[producer_first_].dims[1]);
+    return f;
   }
 
   // Validates the run-time shapes and resolves the geometry (3 lifted axes); also gives
   // the fast kernels' shape when `s` is not null. Returns the bias pointer (or null).
+  // `output_data`: false at prepare time (the output's shape is checked, it has no data yet).
   const float* geometry(const mn_tensor* in, int num_inputs, const mn_tensor* out,
-                        int num_outputs, kernels::ConvShape* s, Axis* axes = nullptr) const {
+                        int num_outputs, kernels::ConvShape* s, Axis* axes = nullptr,
+                        bool output_data = true) const {
     if (num_inputs < 2) fail("inputs missing at run time");
     check_dtype(in[0], MN_F32, "X");
     check_dtype(in[1], MN_F32, "W");
@@ -148,7 +190,12 @@ class ConvKernel final : public OpKernel {
     od[0] = N;
     od[1] = M;
     for (int i = 0; i < nsp; ++i) od[2 + i] = out[0].dims[2 + i];
-    check_output(out, num_outputs, 0, MN_F32, od);
+    if (output_data) {
+      check_output(out, num_outputs, 0, MN_F32, od);
+    } else if (num_outputs < 1 || out[0].dtype != MN_F32 || out[0].rank != od.rank ||
+               !std::equal(out[0].dims, out[0].dims + od.rank, od.d)) {
+      fail("output " + shape_str(out[0]) + " differs from the computed shape");
+    }
     if (axes)
       for (int i = 0; i < kMaxSpatial; ++i) axes[i] = ax[i];
     if (s) *s = conv_shape(ax, N, C, M, group_);
@@ -169,6 +216,17 @@ class ConvKernel final : public OpKernel {
         fail("the fused Add's addend " + shape_str(r) + " differs from the output " + shape_str(out[0]));
       addend = static_cast<const float*>(r.data);
       num_inputs = addend_input_;
+    }
+    if (producer_first_ >= 0) {  // the fused expand's X, W, B come after the node's inputs
+      if (num_inputs < producer_first_ + 2) fail("the fused pointwise conv's inputs are missing at run time");
+      const mn_tensor& x1 = in[producer_first_];
+      check_dtype(x1, MN_F32, "the fused pointwise conv's X");
+      geometry(in, producer_first_, out, num_outputs, &shape, ax);
+      if (x1.rank != in[0].rank || !x1.data || x1.dims[0] != shape.N ||
+          !std::equal(x1.dims + 2, x1.dims + x1.rank, in[0].dims + 2))
+        fail("the fused pointwise conv's X " + shape_str(x1) + " does not match X " + shape_str(in[0]));
+      fast_->run_expand(ctx, shape, static_cast<const float*>(x1.data), static_cast<float*>(out[0].data));
+      return;
     }
     const float* bias = geometry(in, num_inputs, out, num_outputs, &shape, ax);
     if (fast_) {
@@ -235,6 +293,10 @@ class ConvKernel final : public OpKernel {
   bool kernel_attr_;
   std::unique_ptr<ConvPacked> fast_;
   int addend_input_ = -1;  // index of a fused Add's addend among the run's inputs, or -1
+  int producer_first_ = -1;  // index of a fused producer's X among the run's inputs, or -1
+  const float* w_const_ = nullptr;  // W as given when constant (fast_ set)
+  int64_t w_dims_[5] = {0, 0, 0, 0, 0};
+  std::unique_ptr<kernels::ConvShape> static_shape_;  // the run's shape, when known at prepare
 };
 
 // Validation shared by bid and make; returns the kernel ready to build.

@@ -25,10 +25,11 @@ extern "C" {
 #endif
 
 #define MINNOW_ABI_MAJOR 1
-#define MINNOW_ABI_MINOR 5 /* 1.1: mn_node.attr_strings; 1.2: run-time-sized outputs
+#define MINNOW_ABI_MINOR 6 /* 1.1: mn_node.attr_strings; 1.2: run-time-sized outputs
                               (mn_shape_ctx.set_output_bound, mn_run_ctx.set_output_dims),
                               mn_op_def.value_inputs; 1.3: mn_kernel.fuse_clamp;
-                              1.4: mn_kernel.fuse_add; 1.5: MN_INPLACE_ADDEND */
+                              1.4: mn_kernel.fuse_add; 1.5: MN_INPLACE_ADDEND;
+                              1.6: mn_kernel.fuse_producer */
 
 #if defined(_WIN32)
 #define MINNOW_PLUGIN_EXPORT __declspec(dllexport)
@@ -232,6 +233,20 @@ typedef struct mn_kernel {
    * the addend when run starts, and the kernel must read each element before it writes
    * it (a GEMM accumulating onto output 0 does). Earlier hosts never share it. */
   mn_status (*fuse_add)(void* state, int32_t input_index);
+  /* (1.6) Optional, may be null. The host asks, once, while preparing, whether this kernel
+   * can compute its input `input_index` itself, from the inputs of the node that writes it
+   * (the producer), so that tensor is never stored. The host asks only when the producer's
+   * kernel (its state: `producer_state`) was prepared by the same backend, so the backend
+   * knows its type; when that tensor is the producer's output 0, or the output of an
+   * activation whose clamp the producer's kernel applies (fuse_clamp), read by nothing
+   * else; when the producer has no fused Add; and when every shape involved is static.
+   * MN_OK: the producer (and that activation) no longer run; every run passes
+   * inputs[input_index] with its shape but data NULL, and the producer's own inputs as
+   * inputs[first_extra], inputs[first_extra + 1], ... (first_extra: after this node's own
+   * inputs and a fused Add's addend); *name may have been set to the kernel's new name
+   * (static storage). Anything else: unchanged. */
+  mn_status (*fuse_producer)(void* state, int32_t input_index, void* producer_state, int32_t first_extra,
+                             const char** name);
 } mn_kernel;
 
 /* A bid: can this backend run the node, at what cost (arbitrary units, about

@@ -247,6 +247,10 @@ class Kernel {
   // Add inputs[input_index] (output 0's shape) to output 0 on every later run, before the
   // clamp (mn_kernel.fuse_add); false: cannot. Called while the model is prepared.
   virtual bool fuse_add(int /*input_index*/) { return false; }
+  // Compute inputs[input_index] from the producer's inputs, passed from inputs[first_extra]
+  // on, on every later run (mn_kernel.fuse_producer): `producer` is a kernel of the same
+  // backend; false: cannot. Called while the model is prepared; name() may change.
+  virtual bool fuse_producer(int /*input_index*/, Kernel& /*producer*/, int /*first_extra*/) { return false; }
 };
 
 // Wraps a C++ kernel into the C table; the table owns the object.
@@ -289,6 +293,18 @@ inline void export_kernel(std::unique_ptr<Kernel> k, mn_kernel* out) {
   out->fuse_add = [](void* s, int32_t input_index) -> mn_status {
     try {
       return static_cast<Kernel*>(s)->fuse_add(input_index) ? MN_OK : MN_ERR_UNSUPPORTED;
+    } catch (...) {
+      return MN_ERR_INTERNAL;
+    }
+  };
+  out->fuse_producer = [](void* s, int32_t input_index, void* producer, int32_t first_extra,
+                          const char** name) -> mn_status {
+    try {
+      Kernel* k = static_cast<Kernel*>(s);
+      if (!producer || !k->fuse_producer(input_index, *static_cast<Kernel*>(producer), first_extra))
+        return MN_ERR_UNSUPPORTED;
+      if (name) *name = k->name();
+      return MN_OK;
     } catch (...) {
       return MN_ERR_INTERNAL;
     }

@@ -640,6 +640,76 @@ TEST_CASE("direct depthwise convolution matches the reference") {
     if (dwconv_block_applies(shape_of(c))) check_conv(rng, c, true, true, 1);
 }
 
+namespace {
+
+// One pointwise expand (K -> C channels, bias b1, clamp [lo1, hi1]) fused into the
+// channel-blocked depthwise c (dwconv_expand_block over every block) against the two
+// references one after the other. W1 goes in k-major with a row stride past C (wt_stride),
+// so the kernel must not assume a dense copy; biases present or not.
+void check_expand_dw(std::mt19937& rng, const ConvCase& c, int64_t K, bool clamp1, bool clamp2, bool biases) {
+  const ConvShape s = shape_of(c);
+  REQUIRE(dwconv_block_applies(s));
+  ConvShape pw;  // the expand: 1x1, stride 1, no padding, onto the depthwise's input
+  pw.N = s.N, pw.C = K, pw.M = s.C, pw.group = 1;
+  for (int i = 0; i < 3; ++i) pw.in[i] = pw.out[i] = s.in[i], pw.k[i] = pw.s[i] = pw.d[i] = 1, pw.pb[i] = 0;
+  const std::vector<float> x = randn(rng, size_t(s.N * K * s.Pin()));
+  const std::vector<float> w1 = randn(rng, size_t(s.C * K)), b1 = randn(rng, size_t(s.C));
+  const std::vector<float> w = randn(rng, size_t(s.M * s.K())), bias = randn(rng, size_t(s.M));
+  const float lo1 = clamp1 ? 0.0f : -kInf, hi1 = clamp1 ? 0.5f : kInf;
+  const float lo = clamp2 ? -0.25f : -kInf, hi = clamp2 ? 6.0f : kInf;
+  std::vector<float> e(size_t(s.N * s.C * s.Pin()));
+  conv_ref(pw, x.data(), w1.data(), biases ? b1.data() : nullptr, e.data(), lo1, hi1);
+  std::vector<float> want(size_t(s.N * s.M * s.P())), got(want.size(), kNaN);
+  conv_ref(s, e.data(), w.data(), biases ? bias.data() : nullptr, want.data(), lo, hi);
+  const int64_t L = dwconv_block_lanes(), stride = s.C + L + 3;
+  std::vector<float> wt(size_t(K * stride), kNaN);
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t ch = 0; ch < s.C; ++ch) wt[size_t(k * stride + ch)] = w1[size_t(ch * K + k)];
+  DwExpand ex;
+  ex.K = K, ex.wt_stride = stride, ex.wt = wt.data(), ex.bias = biases ? b1.data() : nullptr, ex.lo = lo1, ex.hi = hi1;
+  std::vector<float> slot(size_t(dwconv_block_slot_floats(s)), kNaN);
+  for (int64_t b = s.N * s.M / L - 1; b >= 0; --b)  // last block first, one slot reused as a worker would
+    dwconv_expand_block(s, b, ex, x.data(), w.data(), biases ? bias.data() : nullptr, got.data(), slot.data(), lo, hi);
+  expect_close(got, want, "dwconv_expand_block K" + std::to_string(K) + " " + describe(s));
+}
+
+}  // namespace
+
+TEST_CASE("pointwise expand fused into the channel-blocked depthwise matches the two references") {
+  const int64_t L = dwconv_block_lanes();
+  if (L <= 1) return;  // no channel blocks on this target
+  std::mt19937 rng(29);
+  // Maps of 1 to 28 pixels a side (widths that leave 1-7 pixels for the last group of
+  // eight, rows of 1), 3x3 and 5x5, strides 1-2, pads 0-2 (asymmetric), dilation, one and
+  // three channel blocks, two images, K of 1 to 24.
+  int count = 0;
+  for (int64_t k : {3, 5})
+    for (int64_t st : {1, 2})
+      for (int64_t pad : {0, 1, 2})
+        for (int64_t hw : {1, 3, 7, 9, 14, 15, 28}) {
+          const int64_t dil = 1 + count % 5 / 4;
+          if ((k - 1) * dil + 1 > hw + 2 * pad) continue;
+          const int64_t C = L * (1 + 2 * (count % 2)), N = 1 + count % 3 % 2;
+          const int64_t K = std::vector<int64_t>{1, 3, 8, 17, 24}[size_t(count % 5)];
+          const ConvCase c{N, C, C, C, {1, hw, hw + count % 3}, {1, k, k}, {1, st, st}, {1, dil, dil},
+                           {0, pad, pad}, {0, pad, pad + (hw % 2)}};
+          if (!dwconv_block_applies(shape_of(c))) continue;
+          check_expand_dw(rng, c, K, count % 2 == 0, count % 3 != 0, count % 4 != 3);
+          ++count;
+        }
+  CHECK(count > 50);
+  // Planes computed in several chunks of output rows, whose last padded rows the next chunk
+  // keeps (moved, not computed again): mobilenet_v2's 112x112 stride 2 and 56x56 stride 1,
+  // odd sizes, a 1-wide column.
+  const ConvCase big[] = {
+      {1, L, L, L, {1, 112, 112}, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 0, 0}, {0, 1, 1}},
+      {2, L, L, L, {1, 56, 56}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+      {1, 2 * L, 2 * L, 2 * L, {1, 55, 41}, {1, 5, 3}, {1, 1, 2}, {1, 1, 1}, {0, 2, 1}, {0, 2, 0}},
+      {1, L, L, L, {1, 300, 1}, {1, 3, 3}, {1, 1, 1}, {1, 2, 1}, {0, 2, 1}, {0, 2, 1}},
+  };
+  for (const ConvCase& c : big) check_expand_dw(rng, c, 7, true, true, true);
+}
+
 TEST_CASE("depthwise 3x3 planes read in rows (stride 1 and 2) match the reference") {
   // dwconv_plane computes 3x3 "same" layers (stride 1; stride 2 with padding 0 or 1 after)
   // on X's rows in place (AVX-512): masked loads at both ends of a row, groups of 1-4
