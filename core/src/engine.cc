@@ -223,6 +223,14 @@ bool activation_clamp(const ir::Node& node, const std::vector<TensorState>& st, 
   return !(*lo > *hi) && *lo == *lo && *hi == *hi;  // ordered, no NaN
 }
 
+// Node b's choice shows it does not run: another node's kernel does its work.
+void mark_fused(std::vector<KernelChoice>* choices, int b, const std::string& reason) {
+  for (KernelChoice& c : *choices)
+    if (c.node == b) {
+      c.kernel = "fused";
+      c.reason = reason;
+    }
+}
 }  // namespace
 
 void PreparedModel::Impl::fuse_activations(const Model& model,
@@ -252,13 +260,7 @@ void PreparedModel::Impl::fuse_activations(const Model& model,
       if (d < 0) return false;
     return true;
   };
-  auto mark = [&](int b, const std::string& reason) {
-    for (KernelChoice& c : *choices)
-      if (c.node == b) {
-        c.kernel = "fused";
-        c.reason = reason;
-      }
-  };
+  auto mark = [&](int b, const std::string& reason) { mark_fused(choices, b, reason); };
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const auto& pk = kernels[n];
     if (!pk || g.nodes[n].outputs.empty()) continue;
@@ -360,13 +362,7 @@ void PreparedModel::Impl::fuse_producers(const Model& model,
     const auto& pk = kernels[size_t(n)];
     return g.nodes[size_t(n)].describe() + " (" + (pk && pk->k.name ? pk->k.name : "?") + ")";
   };
-  auto mark = [&](int b, const std::string& reason) {
-    for (KernelChoice& c : *choices)
-      if (c.node == b) {
-        c.kernel = "fused";
-        c.reason = reason;
-      }
-  };
+  auto mark = [&](int b, const std::string& reason) { mark_fused(choices, b, reason); };
   for (size_t b = 0; b < g.nodes.size(); ++b) {
     const auto& pk = kernels[b];
     if (!pk || absorbed[b] || pk->k.struct_size < offsetof(mn_kernel, fuse_producer) + sizeof(pk->k.fuse_producer) ||

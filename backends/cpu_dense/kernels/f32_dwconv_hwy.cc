@@ -707,31 +707,6 @@ HWY_INLINE void BlockChunk(D d, const ConvShape& s, const DwBlockGeom& g, const 
   }
 }
 
-void BlockImpl(const ConvShape& s, int64_t block, const float* x, const float* w,
-               const float* bias, float* y, float* slot, float lo, float hi) {
-  const hn::ScalableTag<float> d;
-  using V = hn::Vec<decltype(d)>;
-  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
-  const DwBlockGeom g = dw_block_geom(s, L);
-  const int64_t IH = s.in[1], IW = s.in[2], OH = s.out[1], OW = s.out[2];
-  const int64_t c0 = block * L % s.M, n = block * L / s.M;  // M == C, M % L == 0
-  float* xin = slot;
-  float* yout = slot + g.in_floats;
-  HWY_ALIGN float wv[kDwBlockMaxTaps * (HWY_MAX_BYTES / sizeof(float))];
-  int64_t off[kDwBlockMaxTaps];
-  BlockTaps(d, s, g, w, c0, wv, off);
-  const V vb = bias ? hn::LoadU(d, bias + c0) : hn::Zero(d);
-  const V vlo = hn::Set(d, lo), vhi = hn::Set(d, hi);
-  const float* xb = x + (n * s.C + c0) * IH * IW;
-  float* yb = y + (n * s.M + c0) * OH * OW;
-  for (int64_t oh0 = 0; oh0 < OH; oh0 += g.chunk) {
-    const int64_t oh1 = std::min(OH, oh0 + g.chunk);
-    GatherBlockIn(s, g, xb, 0.0f, oh0 * s.s[1], (oh1 - oh0 - 1) * s.s[1] + (s.k[1] - 1) * s.d[1] + 1, xin);
-    BlockChunk(d, s, g, xin, wv, off, vb, vlo, vhi, oh0, oh1, yout);
-    GatherBlockOut(yout, (oh1 - oh0) * OW, OH * OW, yb + oh0 * OW);
-  }
-}
-
 // ---- Pointwise expand fused into the depthwise (dwconv_expand_block) -------------------
 // Padded rows [r0, r0 + rows) of channel block c0 of E = clamp(W1 X + b1, lo1, hi1), E
 // never stored whole: xin[((r - r0) * cols + col) * L + l], zero outside X (the depthwise
@@ -813,8 +788,10 @@ HWY_INLINE void ExpandRowsIn(D d, const ConvShape& s, const DwBlockGeom& g, cons
   }
 }
 
-void ExpandBlockImpl(const ConvShape& s, int64_t block, const DwExpand& e, const float* x, const float* w,
-                     const float* bias, float* y, float* slot, float lo, float hi) {
+// One channel block of the depthwise, its padded input rows gathered from X (e null) or
+// computed from the fused expand's input (e: dwconv_expand_block), a chunk at a time.
+void BlockRun(const ConvShape& s, int64_t block, const DwExpand* e, const float* x, const float* w,
+              const float* bias, float* y, float* slot, float lo, float hi) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
@@ -828,25 +805,39 @@ void ExpandBlockImpl(const ConvShape& s, int64_t block, const DwExpand& e, const
   BlockTaps(d, s, g, w, c0, wv, off);
   const V vb = bias ? hn::LoadU(d, bias + c0) : hn::Zero(d);
   const V vlo = hn::Set(d, lo), vhi = hn::Set(d, hi);
-  const V vb1 = e.bias ? hn::LoadU(d, e.bias + c0) : hn::Zero(d);
-  const float* xn = x + n * e.K * IH * IW;
+  const V vb1 = e && e->bias ? hn::LoadU(d, e->bias + c0) : hn::Zero(d);
   float* yb = y + (n * s.M + c0) * OH * OW;
   const int64_t row_floats = g.cols * L;
-  int64_t have0 = 0, have1 = 0;  // padded rows [have0, have1) are in xin
+  int64_t have0 = 0, have1 = 0;  // padded rows [have0, have1) are in xin (e only)
   for (int64_t oh0 = 0; oh0 < OH; oh0 += g.chunk) {
     const int64_t oh1 = std::min(OH, oh0 + g.chunk);
     const int64_t r0 = oh0 * s.s[1], r1 = (oh1 - 1) * s.s[1] + (s.k[1] - 1) * s.d[1] + 1;
-    // Rows the last chunk also read move to the front instead of being computed again.
-    int64_t kept = 0;
-    if (r0 >= have0 && r0 < have1) {
-      kept = have1 - r0;
-      std::memmove(xin, xin + (r0 - have0) * row_floats, size_t(kept * row_floats) * sizeof(float));
+    if (!e) {
+      GatherBlockIn(s, g, x + (n * s.C + c0) * IH * IW, 0.0f, r0, r1 - r0, xin);
+    } else {
+      // Rows the last chunk also read move to the front instead of being computed again.
+      int64_t kept = 0;
+      if (r0 >= have0 && r0 < have1) {
+        kept = have1 - r0;
+        std::memmove(xin, xin + (r0 - have0) * row_floats, size_t(kept * row_floats) * sizeof(float));
+      }
+      ExpandRowsIn(d, s, g, *e, x + n * e->K * IH * IW, e->wt + c0, vb1, r0 + kept, r1 - r0 - kept,
+                   xin + kept * row_floats);
+      have0 = r0, have1 = r1;
     }
-    ExpandRowsIn(d, s, g, e, xn, e.wt + c0, vb1, r0 + kept, r1 - r0 - kept, xin + kept * row_floats);
-    have0 = r0, have1 = r1;
     BlockChunk(d, s, g, xin, wv, off, vb, vlo, vhi, oh0, oh1, yout);
     GatherBlockOut(yout, (oh1 - oh0) * OW, OH * OW, yb + oh0 * OW);
   }
+}
+
+void BlockImpl(const ConvShape& s, int64_t block, const float* x, const float* w,
+               const float* bias, float* y, float* slot, float lo, float hi) {
+  BlockRun(s, block, nullptr, x, w, bias, y, slot, lo, hi);
+}
+
+void ExpandBlockImpl(const ConvShape& s, int64_t block, const DwExpand& e, const float* x, const float* w,
+                     const float* bias, float* y, float* slot, float lo, float hi) {
+  BlockRun(s, block, &e, x, w, bias, y, slot, lo, hi);
 }
 
 // Max pooling, channel-blocked the same way (-inf padding; NaN propagates as in the
