@@ -47,10 +47,12 @@ uint32_t get_u32(const uint8_t* p) {
   return v;
 }
 
-// Raw deflate (no zlib header: the file has its own magic and sizes), best compression.
-bool deflate_bytes(const uint8_t* in, size_t size, std::vector<uint8_t>* out) {
+// Raw deflate (no zlib header: the file has its own magic and sizes); level 9 unless the
+// writer asks for another.
+bool deflate_bytes(const uint8_t* in, size_t size, int level, std::vector<uint8_t>* out) {
   z_stream z{};
-  if (deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, -15, 9, Z_DEFAULT_STRATEGY) != Z_OK) return false;
+  if (level < 1 || level > 9) return false;
+  if (deflateInit2(&z, level, Z_DEFLATED, -15, 9, Z_DEFAULT_STRATEGY) != Z_OK) return false;
   out->resize(deflateBound(&z, uLong(size)));
   z.next_in = const_cast<Bytef*>(in);
   z.avail_in = uInt(size);
@@ -278,7 +280,7 @@ Status check_ir(const ir::ModelIR& m, const std::string& origin) {
   return Status::ok();
 }
 
-Result<std::vector<uint8_t>> serialize_model(const ir::ModelIR& m) {
+Result<std::vector<uint8_t>> serialize_model(const ir::ModelIR& m, int deflate_level) {
   MINNOW_RETURN_IF_ERROR(check_ir(m, "model"));
   flatbuffers::FlatBufferBuilder b(1 << 16);
   const auto& g = m.graph;
@@ -366,7 +368,7 @@ Result<std::vector<uint8_t>> serialize_model(const ir::ModelIR& m) {
   fbs::FinishSizePrefixedModelBuffer(b, root);
 
   std::vector<uint8_t> z;
-  if (m.compact && b.GetSize() <= kMaxDescription && deflate_bytes(b.GetBufferPointer(), b.GetSize(), &z) &&
+  if (m.compact && b.GetSize() <= kMaxDescription && deflate_bytes(b.GetBufferPointer(), b.GetSize(), deflate_level, &z) &&
       align8(kCompactHeader + z.size()) < align_up(b.GetSize())) {
     const size_t start = align8(kCompactHeader + z.size());
     std::vector<uint8_t> out(start + data.size(), 0);

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <ctime>
 #include <exception>
+#include <stdexcept>
+#include <vector>
 
 namespace minnow {
 namespace compress {
@@ -24,7 +26,36 @@ std::string utc_now() {
   return buf;
 }
 
+std::vector<uint8_t> serialized(const ir::ModelIR& m, int level) {
+  auto bytes = serialize_model(m, level);
+  if (!bytes) throw std::runtime_error(bytes.status().message());
+  return std::move(bytes.value());
+}
+
 }  // namespace
+
+// A plain file's size does not depend on the recorded value; a compact (deflated)
+// description may, and the data section starts on the next 8-byte boundary after it, so a
+// value can move the file across a boundary and back (size a records b, b records a: it
+// happens for about one timestamp in N). Another deflate level breaks such a cycle; the
+// plain layout, whose size is fixed, is the last resort.
+std::vector<uint8_t> serialize_recording_size(ir::ModelIR& m) {
+  uint64_t& recorded = m.compression_log.back().size_after;
+  for (int level = 9; m.compact && level >= 1; --level) {
+    for (int i = 0; i < 4; ++i) {
+      std::vector<uint8_t> bytes = serialized(m, level);
+      if (recorded == bytes.size()) return bytes;
+      recorded = bytes.size();
+    }
+  }
+  m.compact = false;
+  std::vector<uint8_t> bytes = serialized(m, 9);
+  if (recorded == bytes.size()) return bytes;
+  recorded = bytes.size();
+  bytes = serialized(m, 9);
+  if (recorded != bytes.size()) throw std::runtime_error("internal: the file's size changes with the size recorded in it");
+  return bytes;
+}
 
 mn_status run_transform(const char* name, const char* version, TransformFn fn,
                         const mn_host_api* host, const uint8_t* model, size_t size,
@@ -57,17 +88,7 @@ mn_status run_transform(const char* name, const char* version, TransformFn fn,
     rec.metric_after = ctx.metric_after;
     rec.timestamp = utc_now();
     ctx.model.compression_log.push_back(rec);
-    auto bytes = serialize_model(ctx.model);
-    if (!bytes) throw std::runtime_error(bytes.status().message());
-    // The record holds the file's own size. A plain file's size does not depend on the
-    // value; a compact (deflated) description may change by a byte with it, so repeat
-    // until the size written is the size recorded.
-    for (int i = 0; i < 16 && ctx.model.compression_log.back().size_after != bytes.value().size(); ++i) {
-      ctx.model.compression_log.back().size_after = bytes.value().size();
-      bytes = serialize_model(ctx.model);
-      if (!bytes) throw std::runtime_error(bytes.status().message());
-    }
-    plugin::export_blob(host, bytes.value(), out_model);
+    plugin::export_blob(host, serialize_recording_size(ctx.model), out_model);
     plugin::export_blob(host, ctx.report.str(), out_report);
     return MN_OK;
   } catch (const std::exception& e) {

@@ -13,6 +13,7 @@
 
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace minnow {
 namespace compress {
@@ -35,6 +36,11 @@ mn_status run_transform(const char* name, const char* version, TransformFn fn,
                         const mn_host_api* host, const uint8_t* model, size_t size,
                         const mn_options* options, mn_blob* out_model, mn_blob* out_report,
                         mn_error* err);
+
+// Serialises `m` with its last compression record's size_after equal to the size of the
+// bytes returned, in the compact layout when `m.compact` and a fixed point exists there
+// (almost always), else in the plain layout. Throws when the IR does not serialise.
+std::vector<uint8_t> serialize_recording_size(ir::ModelIR& m);
 
 // Registers one transform table (name/description must be string literals).
 mn_status register_transform(const mn_registrar* reg, const mn_transform* table, mn_error* err);

@@ -169,8 +169,10 @@ constexpr uint32_t kFormatMinor = 3;  // 1.1: relative sparse indices; 1.2: Tens
 
 // Serialise to the file layout of docs/ARCHITECTURE.md (size-prefixed flatbuffer, data
 // section of 64-byte aligned buffers; with `model.compact`, the flatbuffer deflated).
-// Checks the IR as the loader would.
-MINNOW_API Result<std::vector<uint8_t>> serialize_model(const ir::ModelIR& model);
+// Checks the IR as the loader would. `deflate_level` (1-9) is zlib's level for the compact
+// layout; a writer that records the file's own size in it may need another level to find
+// a size that is its own fixed point (see plugins/compress_common/transform_plugin.cc).
+MINNOW_API Result<std::vector<uint8_t>> serialize_model(const ir::ModelIR& model, int deflate_level = 9);
 
 // Parse and verify bytes (FlatBuffers verifier + our checks). `owner` keeps `data`
 // alive for zero-copy buffers (may be null: buffers are then copied). `origin` names the
