@@ -47,11 +47,10 @@ uint32_t get_u32(const uint8_t* p) {
   return v;
 }
 
-// Raw deflate (no zlib header: the file has its own magic and sizes); level 9 unless the
-// writer asks for another.
+// Raw deflate (no zlib header: the file has its own magic and sizes) at zlib's `level`
+// (serialize_model's deflate_level; zlib refuses one out of range).
 bool deflate_bytes(const uint8_t* in, size_t size, int level, std::vector<uint8_t>* out) {
   z_stream z{};
-  if (level < 1 || level > 9) return false;
   if (deflateInit2(&z, level, Z_DEFLATED, -15, 9, Z_DEFAULT_STRATEGY) != Z_OK) return false;
   out->resize(deflateBound(&z, uLong(size)));
   z.next_in = const_cast<Bytef*>(in);

@@ -4,6 +4,7 @@
 
 #include <minnow/plugin_io.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -36,25 +37,20 @@ std::vector<uint8_t> serialized(const ir::ModelIR& m, int level) {
 
 // A plain file's size does not depend on the recorded value; a compact (deflated)
 // description may, and the data section starts on the next 8-byte boundary after it, so a
-// value can move the file across a boundary and back (size a records b, b records a: it
-// happens for about one timestamp in N). Another deflate level breaks such a cycle; the
-// plain layout, whose size is fixed, is the last resort.
+// value can move the file across a boundary and back (size a records b, b records a: about
+// one timestamp in 30). Another deflate level breaks such a cycle; the plain layout (level
+// 0 here), whose size is fixed, is the last resort.
 std::vector<uint8_t> serialize_recording_size(ir::ModelIR& m) {
   uint64_t& recorded = m.compression_log.back().size_after;
-  for (int level = 9; m.compact && level >= 1; --level) {
+  for (int level = m.compact ? 9 : 0; level >= 0; --level) {
+    m.compact = level > 0;
     for (int i = 0; i < 4; ++i) {
-      std::vector<uint8_t> bytes = serialized(m, level);
+      std::vector<uint8_t> bytes = serialized(m, std::max(level, 1));
       if (recorded == bytes.size()) return bytes;
       recorded = bytes.size();
     }
   }
-  m.compact = false;
-  std::vector<uint8_t> bytes = serialized(m, 9);
-  if (recorded == bytes.size()) return bytes;
-  recorded = bytes.size();
-  bytes = serialized(m, 9);
-  if (recorded != bytes.size()) throw std::runtime_error("internal: the file's size changes with the size recorded in it");
-  return bytes;
+  throw std::runtime_error("internal: the file's size changes with the size recorded in it");
 }
 
 mn_status run_transform(const char* name, const char* version, TransformFn fn,

@@ -429,7 +429,6 @@ TEST_CASE("huffman: pruned int8 levels stored sparse, the file in the compact la
   CHECK(test::max_abs_diff(run(plain, x), run(h, x)) == 0.f);
 }
 
-// `n` random 4x4 "images" as an idx3 file dir/img.idx (dir created).
 TEST_CASE("the size a transform records is its file's own, whatever else the record holds") {
   // Each timestamp deflates differently; some put the recorded size in a cycle across the
   // data section's 8-byte boundary (a records b, b records a). Every one must come out
@@ -457,6 +456,7 @@ TEST_CASE("the size a transform records is its file's own, whatever else the rec
   CHECK(compact == kStamps);
 }
 
+// `n` random 4x4 "images" as an idx3 file dir/img.idx (dir created).
 static void write_random_images(const std::string& dir, int64_t n, unsigned seed) {
   const std::string mk = "mkdir -p " + dir;
   REQUIRE(std::system(mk.c_str()) == 0);
