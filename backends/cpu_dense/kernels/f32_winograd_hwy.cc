@@ -70,28 +70,36 @@ void InputImpl(const WinogradXform& x, const float* xp, float* V) {
         for (int e = 0; e < 16; ++e) hn::StoreU(out[e], d, v + e * vxi);
         continue;
       }
-      // A group across tile rows (or past the block's last tile): its patches gathered
-      // lane by lane (zeros past the block), then the same vector transform. (One tile at
-      // a time in scalars took 4.5 % of squeezenet1_1, whose 13x13 maps have 7 tiles a
-      // row, so no group of 8 lies in one.)
-      HWY_ALIGN float g[16][8];
-      for (int64_t k = 0; k < L; ++k) {
-        if (l + k >= x.count) {
-          for (int e = 0; e < 16; ++e) g[e][k] = 0.0f;
-          continue;
-        }
-        const int64_t tk = t + k, thk = tk / TW, twk = tk % TW;
-        for (int i = 0; i < 4; ++i) {
-          const float* r = xc + (2 * thk + i) * row + twk;
-          g[4 * i + 0][k] = r[0];
-          g[4 * i + 1][k] = r[odd];
-          g[4 * i + 2][k] = r[1];
-          g[4 * i + 3][k] = r[odd + 1];
-        }
-      }
+      // A group across tile rows (or past the block's last tile): one run of tiles per
+      // tile row it covers, each run's 16 patch elements loaded as whole vectors that put
+      // the run's first tile in its lane (lane a at tile ta: the loads start a floats
+      // before it, in the previous row, and reach up to L - 2 floats past its row: that
+      // row's padding, the next row, or plan_winograd's slack after the last plane) and
+      // blended into the lanes from a on; the next run overwrites the lanes past this
+      // one; zeros past the block. Then the same vector transform. (One tile at a time in
+      // scalars took 4.5 % of squeezenet1_1, whose 13x13 maps have 7 tiles a row, so no
+      // group of 8 lies in one; gathered lane by lane, resnet50's 14x14 layers spent
+      // ~8 ns per tile and channel here, ~2.5x the time of this.)
+      const int64_t n = std::max<int64_t>(0, std::min<int64_t>(L, x.count - l));  // tiles
       Vec dv[4][4];
       for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 4; ++j) dv[i][j] = hn::LoadU(d, g[4 * i + j]);
+        for (int j = 0; j < 4; ++j) dv[i][j] = hn::Zero(d);
+      for (int64_t a = 0; a < n;) {
+        const int64_t ta = t + a, tha = ta / TW, twa = ta % TW;  // twa == 0 when a > 0
+        const float* r0 = xc + 2 * tha * row + twa - a;
+        const auto from_a = LanesFromTo(d, a, L);
+        for (int i = 0; i < 4; ++i) {
+          const float* r = r0 + i * row;
+          const float* at[4] = {r, r + odd, r + 1, r + odd + 1};
+          for (int j = 0; j < 4; ++j) dv[i][j] = hn::IfThenElse(from_a, hn::LoadU(d, at[j]), dv[i][j]);
+        }
+        a += std::min(n - a, TW - twa);
+      }
+      if (n < L) {
+        const auto valid = hn::FirstN(d, static_cast<size_t>(n));
+        for (int i = 0; i < 4; ++i)
+          for (int j = 0; j < 4; ++j) dv[i][j] = hn::IfThenElseZero(valid, dv[i][j]);
+      }
       Vec out[16];
       InputTile(dv, out);
       for (int e = 0; e < 16; ++e) hn::StoreU(out[e], d, v + e * vxi);

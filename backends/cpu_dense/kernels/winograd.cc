@@ -81,6 +81,7 @@ constexpr int64_t kMaxKC = 256;  // as the im2col GEMM: a 6 x KC panel of U stay
 // maps: one block, plan_winograd.
 constexpr int64_t kBlockBytes = 256 * 1024;
 constexpr int64_t kMaxBlockPanels = 16;
+constexpr int64_t kInputSlackFloats = 16;  // >= the input transform's vector width (8) - 2
 // Tiles in the last panel (1..NR) of a block of `count` tiles.
 int64_t last_panel_tiles(int64_t count, int64_t nr) { return count - (count - 1) / nr * nr; }
 }  // namespace
@@ -107,7 +108,9 @@ WinogradPlan plan_winograd(const ConvShape& s) {
   p.blocks = (p.tiles + p.nt - 1) / p.nt;
   const int64_t kchunks = (s.C + kMaxKC - 1) / kMaxKC;
   p.kc = (s.C + kchunks - 1) / kchunks;
-  p.pad_floats = s.C * p.hp * p.wp;  // wp = 2 (tiles_w + 1): even and odd halves
+  // wp = 2 (tiles_w + 1): even and odd halves; then slack for the input transform's
+  // whole-vector loads of a group's last run of tiles (f32_winograd_hwy.cc: InputImpl).
+  p.pad_floats = s.C * p.hp * p.wp + kInputSlackFloats;
   // V [16][nt / nr][C][nr], M [16][M][nt], then the last block's dot columns' transposed
   // V (16 x dots x C; block_view; the other blocks' panels are whole).
   const int64_t last = p.tiles - (p.blocks - 1) * p.nt;

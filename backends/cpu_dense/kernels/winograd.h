@@ -43,7 +43,7 @@ struct WinogradPlan {
   int64_t hp = 0, wp = 0;                       // padded input plane: 2 * tiles + 2
   int64_t nt = 0, blocks = 0;                   // tiles per block (a multiple of 16), blocks per image
   int64_t kc = 0;                               // input channels per GEMM k-block
-  int64_t pad_floats = 0;                       // padded input of one image
+  int64_t pad_floats = 0;                       // padded input of one image, and slack
   int64_t slot_floats = 0;                      // one block's V and M matrices
 };
 WinogradPlan plan_winograd(const ConvShape& s);
