@@ -12,6 +12,13 @@ int64_t scratch_slots(int64_t tasks, int threads) {
   return std::max<int64_t>(1, std::min<int64_t>({tasks, kernels::kConvMaxSlots, 4 * threads}));
 }
 
+// How many private inputs (padded planes + input part) a one-block Winograd plan asks
+// scratch for: one per worker where the slot budget allows (ConvPacked::run_winograd).
+static int64_t winograd_private_inputs(const kernels::WinogradPlan& p) {
+  const int64_t bytes = (p.pad_floats + p.in_floats) * int64_t(sizeof(float));
+  return std::max<int64_t>(1, std::min<int64_t>(kernels::kConvMaxSlots, kMaxSlotsBytes / std::max<int64_t>(1, bytes)));
+}
+
 int64_t max_scratch_slots(int64_t tasks, int64_t slot_floats) {
   const int64_t by_bytes = kMaxSlotsBytes / std::max<int64_t>(1, slot_floats * int64_t(sizeof(float)));
   return std::max<int64_t>(1, std::min<int64_t>({tasks, kernels::kConvMaxSlots, by_bytes}));
@@ -153,6 +160,8 @@ bool ConvPacked::use_winograd(const kernels::ConvShape& s) const {
 size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s) const {
   if (use_winograd(s)) {
     const kernels::WinogradPlan p = kernels::plan_winograd(s);
+    if (p.blocks == 1)  // the shared M, then private inputs (run_winograd) as the budget allows
+      return size_t(p.m_floats + winograd_private_inputs(p) * (p.pad_floats + p.in_floats)) * sizeof(float);
     return size_t(p.pad_floats + std::min<int64_t>(p.blocks, kernels::kConvMaxSlots) * p.slot_floats) *
            sizeof(float);
   }
@@ -278,21 +287,45 @@ void ConvPacked::run_winograd(const RunContext& ctx, const kernels::ConvShape& s
     const float* rn = addend ? addend + n * s.M * s.P() : nullptr;
     const int64_t parts = scratch_slots(s.C, threads);
     if (p.blocks == 1 && threads > 1) {
-      // One block (a small map, plan_winograd) shared by the workers: each pads and
-      // transforms a part of the input channels, then each computes a part of the output
-      // channels, reading only its rows of U.
+      // One block (a small map, plan_winograd) shared by the workers by output channels,
+      // each reading only its rows of U and writing its rows of one M.
+      const int64_t panels = (s.M + kernels::kGemmMR - 1) / kernels::kGemmMR;
+      const int64_t mparts = std::min<int64_t>(panels, threads);
+      const int64_t part_floats = p.pad_floats + p.in_floats;
+      if (int64_t(ctx.scratch_size() / sizeof(float)) >= p.m_floats + mparts * part_floats) {
+        // Room for an input of its own per part: each part pads and transforms every
+        // channel itself (a small share of the block's time) and its GEMMs read only
+        // what its own thread wrote. Shared by channel parts, the transformed input was
+        // written by one thread and read by all, and rewritten by the next layer while
+        // the other threads' caches still held it: on two vCPUs in different core
+        // complexes (Zen 5) the parallel input phase of a 256-channel 14x14 layer took
+        // ~110 us of wall time where one thread does it in ~55.
+        float* m = static_cast<float*>(ctx.scratch());
+        ctx.parallel_for(size_t(mparts), 1, [&](size_t a, size_t b) {
+          for (size_t j = a; j < b; ++j) {
+            float* xpj = m + p.m_floats + int64_t(j) * part_floats;
+            float* in = xpj + p.pad_floats;
+            kernels::winograd_pad_input(s, p, xn, 0, s.C, xpj);
+            kernels::winograd_block_input(s, p, 0, xpj, in, 0, s.C);
+            const int64_t m0 = std::min(s.M, panels * int64_t(j) / mparts * kernels::kGemmMR);
+            const int64_t m1 = std::min(s.M, panels * int64_t(j + 1) / mparts * kernels::kGemmMR);
+            kernels::winograd_block_rows(s, winograd_, p, 0, yn, in, m, lo, hi, rn, m0, m1);
+          }
+        });
+        continue;
+      }
+      // Otherwise each pads and transforms a part of the input channels into one input,
+      // then each computes its output channels from all of it.
       float* slot = slot0;
       ctx.parallel_for(size_t(parts), 1, [&](size_t a, size_t b) {
         const int64_t c0 = s.C * int64_t(a) / parts, c1 = s.C * int64_t(b) / parts;
         kernels::winograd_pad_input(s, p, xn, c0, c1, xp);
         kernels::winograd_block_input(s, p, 0, xp, slot, c0, c1);
       });
-      const int64_t panels = (s.M + kernels::kGemmMR - 1) / kernels::kGemmMR;
-      const int64_t mparts = std::min<int64_t>(panels, threads);
       ctx.parallel_for(size_t(mparts), 1, [&](size_t a, size_t b) {
         const int64_t m0 = std::min(s.M, panels * int64_t(a) / mparts * kernels::kGemmMR);
         const int64_t m1 = std::min(s.M, panels * int64_t(b) / mparts * kernels::kGemmMR);
-        kernels::winograd_block_rows(s, winograd_, p, 0, yn, slot, lo, hi, rn, m0, m1);
+        kernels::winograd_block_rows(s, winograd_, p, 0, yn, slot, slot + p.in_floats, lo, hi, rn, m0, m1);
       });
       continue;
     }

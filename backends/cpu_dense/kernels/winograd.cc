@@ -111,11 +111,13 @@ WinogradPlan plan_winograd(const ConvShape& s) {
   // wp = 2 (tiles_w + 1): even and odd halves; then slack for the input transform's
   // whole-vector loads of a group's last run of tiles (f32_winograd_hwy.cc: InputImpl).
   p.pad_floats = s.C * p.hp * p.wp + kInputSlackFloats;
-  // V [16][nt / nr][C][nr], M [16][M][nt], then the last block's dot columns' transposed
-  // V (16 x dots x C; block_view; the other blocks' panels are whole).
+  // V [16][nt / nr][C][nr] and the last block's dot columns' transposed V (16 x dots x C;
+  // block_view; the other blocks' panels are whole): the input part; then M [16][M][nt].
   const int64_t last = p.tiles - (p.blocks - 1) * p.nt;
   const int64_t dots = gemm_half_tail_dots(last_panel_tiles(last, nr), nr);
-  p.slot_floats = 16 * winograd_stride(p.nt * s.C) + 16 * winograd_stride(s.M * p.nt) + 16 * dots * s.C;
+  p.in_floats = 16 * winograd_stride(p.nt * s.C) + 16 * dots * s.C;
+  p.m_floats = 16 * winograd_stride(s.M * p.nt);
+  p.slot_floats = p.in_floats + p.m_floats;
   return p;
 }
 
@@ -128,11 +130,11 @@ namespace {
 // tiles (13x13, 14x14: 49 = 32 + 16 + 1 at NR 32) computed 64 columns for 49.
 struct BlockView {
   WinogradXform xf;
-  float *V, *Mb, *bt;  // V [16][panels][C][nr], M [16][M][nt], bt [16][dots][C]
+  float *V, *bt, *Mb;  // input part: V [16][panels][C][nr], bt [16][dots][C]; M [16][M][nt]
   int64_t last_q, rem, dots;
 };
 
-BlockView block_view(const ConvShape& s, const WinogradPlan& p, int64_t b, float* slot) {
+BlockView block_view(const ConvShape& s, const WinogradPlan& p, int64_t b, float* in, float* m) {
   BlockView v;
   const int64_t nr = gemm_nr(), nt = p.nt;
   WinogradXform& xf = v.xf;
@@ -149,9 +151,9 @@ BlockView block_view(const ConvShape& s, const WinogradPlan& p, int64_t b, float
   xf.panels = nt / nr;
   xf.v_stride = winograd_stride(nt * s.C);
   xf.m_stride = winograd_stride(s.M * nt);
-  v.V = slot;
-  v.Mb = slot + 16 * xf.v_stride;
-  v.bt = v.Mb + 16 * xf.m_stride;
+  v.V = in;
+  v.bt = in + 16 * xf.v_stride;
+  v.Mb = m;
   v.last_q = (xf.count - 1) / nr;
   v.rem = last_panel_tiles(xf.count, nr);
   v.dots = gemm_half_tail_dots(v.rem, nr);
@@ -161,8 +163,8 @@ BlockView block_view(const ConvShape& s, const WinogradPlan& p, int64_t b, float
 }  // namespace
 
 void winograd_block_input(const ConvShape& s, const WinogradPlan& p, int64_t b, const float* xp,
-                          float* slot, int64_t c0, int64_t c1) {
-  BlockView v = block_view(s, p, b, slot);
+                          float* in, int64_t c0, int64_t c1) {
+  BlockView v = block_view(s, p, b, in, nullptr);
   v.xf.c_begin = c0;
   v.xf.c_end = c1;
   winograd_input_transform(v.xf, xp, v.V);
@@ -177,9 +179,9 @@ void winograd_block_input(const ConvShape& s, const WinogradPlan& p, int64_t b, 
 }
 
 void winograd_block_rows(const ConvShape& s, const WinogradWeights& w, const WinogradPlan& p,
-                         int64_t b, float* y, float* slot, float lo, float hi, const float* addend,
-                         int64_t m0, int64_t m1) {
-  BlockView v = block_view(s, p, b, slot);
+                         int64_t b, float* y, const float* in, float* m, float lo, float hi,
+                         const float* addend, int64_t m0, int64_t m1) {
+  BlockView v = block_view(s, p, b, const_cast<float*>(in), m);  // V and bt only read here
   const int64_t nr = v.xf.nr, C = s.C, M = s.M, nt = v.xf.nt, count = v.xf.count;
   const int64_t vxi = v.xf.v_stride, mxi = v.xf.m_stride;
   // 16 GEMMs: M_xi [M x nt] = U_xi [M x C] * V_xi [C x nt], k-blocks of kc channels.
@@ -230,7 +232,7 @@ void winograd_block(const ConvShape& s, const WinogradWeights& w, const Winograd
                     int64_t b, const float* xp, float* y, float* slot, float lo, float hi,
                     const float* addend) {
   winograd_block_input(s, p, b, xp, slot, 0, s.C);
-  winograd_block_rows(s, w, p, b, y, slot, lo, hi, addend, 0, s.M);
+  winograd_block_rows(s, w, p, b, y, slot, slot + p.in_floats, lo, hi, addend, 0, s.M);
 }
 
 }  // namespace kernels

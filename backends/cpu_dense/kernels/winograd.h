@@ -44,7 +44,9 @@ struct WinogradPlan {
   int64_t nt = 0, blocks = 0;                   // tiles per block (a multiple of 16), blocks per image
   int64_t kc = 0;                               // input channels per GEMM k-block
   int64_t pad_floats = 0;                       // padded input of one image, and slack
-  int64_t slot_floats = 0;                      // one block's V and M matrices
+  int64_t in_floats = 0;                        // one block's input part: its V matrices
+  int64_t m_floats = 0;                         // one block's M matrices
+  int64_t slot_floats = 0;                      // both: the input part, then M
 };
 WinogradPlan plan_winograd(const ConvShape& s);
 
@@ -82,13 +84,16 @@ void winograd_block(const ConvShape& s, const WinogradWeights& w, const Winograd
                     const float* addend = nullptr);
 // winograd_block in two phases, so that workers can share one block (plan_winograd's
 // single block of a small map): the input transform of input channels [c0, c1) into the
-// slot, then, once every channel is in, the GEMMs and output transform of output channels
-// [m0, m1) (m0 a multiple of kGemmMR). Calls on disjoint ranges may run concurrently.
+// block's input part `in` (p.in_floats), then, once every channel is in, the GEMMs and
+// output transform of output channels [m0, m1) (m0 a multiple of kGemmMR), through the
+// M matrices `m` (p.m_floats; calls on disjoint output channels write disjoint rows).
+// Calls on disjoint ranges may run concurrently; several workers may also each transform
+// all channels into an input part of their own (ConvPacked::run_winograd).
 void winograd_block_input(const ConvShape& s, const WinogradPlan& p, int64_t b, const float* xp,
-                          float* slot, int64_t c0, int64_t c1);
+                          float* in, int64_t c0, int64_t c1);
 void winograd_block_rows(const ConvShape& s, const WinogradWeights& w, const WinogradPlan& p,
-                         int64_t b, float* y, float* slot, float lo, float hi, const float* addend,
-                         int64_t m0, int64_t m1);
+                         int64_t b, float* y, const float* in, float* m, float lo, float hi,
+                         const float* addend, int64_t m0, int64_t m1);
 
 }  // namespace kernels
 }  // namespace cpu_dense

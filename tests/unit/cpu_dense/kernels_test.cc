@@ -557,12 +557,23 @@ TEST_CASE("Winograd F(2x2, 3x3) convolution matches the reference") {
                 for (int64_t l = 0; l < nr; ++l)
                   REQUIRE(std::isnan(slot2[size_t(e * vxi + (q * s.C + c) * nr + l)]));
           winograd_block_input(s, p, 0, xp.data(), slot2.data(), 0, s.C / 2);
-          winograd_block_rows(s, ww, p, 0, phased.data(), slot2.data(), lo, hi, nullptr, msplit, s.M);
+          winograd_block_rows(s, ww, p, 0, phased.data(), slot2.data(), slot2.data() + p.in_floats, lo, hi, nullptr, msplit, s.M);
           for (int64_t i = 0; i < msplit * s.P(); ++i) REQUIRE(std::isnan(phased[size_t(i)]));
-          winograd_block_rows(s, ww, p, 0, phased.data(), slot2.data(), lo, hi, nullptr, 0, msplit);
+          winograd_block_rows(s, ww, p, 0, phased.data(), slot2.data(), slot2.data() + p.in_floats, lo, hi, nullptr, 0, msplit);
           for (size_t i = 0; i < phased.size(); ++i)
             REQUIRE_MESSAGE(std::memcmp(&phased[i], &got[size_t(n * s.M * s.P()) + i], sizeof(float)) == 0,
                             "phased block differs at " << i << ", " << describe(s));
+          // Or each worker transforms every channel into an input part of its own and
+          // computes its output channels through one shared M: the same floats again.
+          std::vector<float> own(size_t(s.M * s.P()), kNaN), in_a(size_t(p.in_floats), kNaN),
+              in_b(in_a), m(size_t(p.m_floats), kNaN);
+          winograd_block_input(s, p, 0, xp.data(), in_b.data(), 0, s.C);
+          winograd_block_rows(s, ww, p, 0, own.data(), in_b.data(), m.data(), lo, hi, nullptr, msplit, s.M);
+          winograd_block_input(s, p, 0, xp.data(), in_a.data(), 0, s.C);
+          winograd_block_rows(s, ww, p, 0, own.data(), in_a.data(), m.data(), lo, hi, nullptr, 0, msplit);
+          for (size_t i = 0; i < own.size(); ++i)
+            REQUIRE_MESSAGE(std::memcmp(&own[i], &got[size_t(n * s.M * s.P()) + i], sizeof(float)) == 0,
+                            "block from private input parts differs at " << i << ", " << describe(s));
         }
       }
       if (!clamp) {  // packed without the bias: add it to the reference's comparison
