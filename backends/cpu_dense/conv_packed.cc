@@ -12,8 +12,8 @@ int64_t scratch_slots(int64_t tasks, int threads) {
   return std::max<int64_t>(1, std::min<int64_t>({tasks, kernels::kConvMaxSlots, 4 * threads}));
 }
 
-// How many private inputs (padded planes + input part) a one-block Winograd plan asks
-// scratch for: one per worker where the slot budget allows (ConvPacked::run_winograd).
+// The most private inputs (padded planes + input part) a one-block Winograd plan asks
+// scratch for, one per worker (ConvPacked::run_winograd): what the slot budget holds.
 static int64_t winograd_private_inputs(const kernels::WinogradPlan& p) {
   const int64_t bytes = (p.pad_floats + p.in_floats) * int64_t(sizeof(float));
   return std::max<int64_t>(1, std::min<int64_t>(kernels::kConvMaxSlots, kMaxSlotsBytes / std::max<int64_t>(1, bytes)));
@@ -157,11 +157,13 @@ bool ConvPacked::use_winograd(const kernels::ConvShape& s) const {
          winograd_pays(s.P(), s.C);
 }
 
-size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s) const {
+size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s, int threads) const {
   if (use_winograd(s)) {
     const kernels::WinogradPlan p = kernels::plan_winograd(s);
-    if (p.blocks == 1)  // the shared M, then private inputs (run_winograd) as the budget allows
-      return size_t(p.m_floats + winograd_private_inputs(p) * (p.pad_floats + p.in_floats)) * sizeof(float);
+    if (p.blocks == 1) {  // the shared M, then a private input per thread (run_winograd) as the budget allows
+      const int64_t inputs = threads > 0 ? std::min<int64_t>(threads, winograd_private_inputs(p)) : winograd_private_inputs(p);
+      return size_t(p.m_floats + inputs * (p.pad_floats + p.in_floats)) * sizeof(float);
+    }
     return size_t(p.pad_floats + std::min<int64_t>(p.blocks, kernels::kConvMaxSlots) * p.slot_floats) *
            sizeof(float);
   }

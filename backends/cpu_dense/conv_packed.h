@@ -71,7 +71,8 @@ class ConvPacked {
     if (gemm_.tall) return "f32_conv_gemm_16x1v__tall";  // pointwise runs; strided 1x1 take 6x2v
     return gemm_.in_place ? "f32_conv_gemm_6x2v__wrows" : "f32_conv_gemm_6x2v";
   }
-  size_t scratch_bytes(const kernels::ConvShape& s) const;
+  // threads: the runs' thread count, or 0 for any.
+  size_t scratch_bytes(const kernels::ConvShape& s, int threads = 0) const;
   // Whether the addend may be y itself (y's memory reused for the output, holding the
   // addend when run starts): the GEMM accumulates onto it, Winograd's output transform
   // reads each element before writing it; the depthwise kernels write y first.

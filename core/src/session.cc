@@ -13,6 +13,7 @@
 #include <tbb/task_arena.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 
 namespace minnow {
@@ -153,6 +154,20 @@ static mn_run_ctx make_ctx(RunHost* host, int threads, void* scratch, size_t scr
   return ctx;
 }
 
+static bool kernel_has_scratch_threads(const mn_kernel& k) {
+  return k.struct_size >= offsetof(mn_kernel, scratch_bytes_threads) + sizeof(k.scratch_bytes_threads) &&
+         k.scratch_bytes_threads;
+}
+
+// The scratch a kernel asks for, for runs on `threads` threads (ABI 1.7), or else the
+// same for any thread count.
+static size_t kernel_scratch(const mn_kernel& k, const std::vector<mn_tensor>& ins,
+                             const std::vector<mn_tensor>& outs, int threads) {
+  const int32_t ni = static_cast<int32_t>(ins.size()), no = static_cast<int32_t>(outs.size());
+  if (kernel_has_scratch_threads(k)) return k.scratch_bytes_threads(k.state, ins.data(), ni, outs.data(), no, threads);
+  return k.scratch_bytes ? k.scratch_bytes(k.state, ins.data(), ni, outs.data(), no) : 0;
+}
+
 // "node X failed in backend B (plugin P, kernel K)": how every kernel fault is reported.
 static std::string kernel_where(const ir::Node& node, const PreparedKernel& pk) {
   return node.describe() + " failed in backend '" + pk.backend->name + "' (plugin '" +
@@ -217,8 +232,7 @@ Status Session::Impl::fold(int n, std::vector<TensorState>& st) {
     view.outputs()[o].data = owned.back().get();
   }
   view.refresh();
-  size_t scratch = pk->k.scratch_bytes ? pk->k.scratch_bytes(pk->k.state, view.inputs().data(), static_cast<int32_t>(view.inputs().size()),
-                                                            view.outputs().data(), static_cast<int32_t>(view.outputs().size())) : 0;
+  size_t scratch = kernel_scratch(pk->k, view.inputs(), view.outputs(), 1);  // folding runs on one thread
   if (scratch > options.max_arena_bytes)
     return resource_exhausted(node.describe() + ": kernel asks for " + std::to_string(scratch) + " bytes of scratch, above the memory limit of " + std::to_string(options.max_arena_bytes) + " bytes");
   auto scratch_mem = aligned_alloc_shared(scratch);
@@ -574,8 +588,8 @@ Status Session::Impl::plan() {
     const auto& k = step.kernel->k;
     auto& ins = step.view->inputs();
     auto& outs = step.view->outputs();
-    if (k.scratch_bytes) {
-      size_t need = k.scratch_bytes(k.state, ins.data(), static_cast<int32_t>(ins.size()), outs.data(), static_cast<int32_t>(outs.size()));
+    if (k.scratch_bytes || kernel_has_scratch_threads(k)) {
+      size_t need = kernel_scratch(k, ins, outs, options.threads);
       // Scratch is allocated next to the arena: a kernel asking for more than the limit
       // (a huge declared shape, or a plugin bug) is refused like an oversized arena.
       if (need > options.max_arena_bytes || mp.arena_size + need > options.max_arena_bytes)

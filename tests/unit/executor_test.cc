@@ -104,6 +104,46 @@ TEST_SUITE("executor") {
     for (int m : mismatches) CHECK(m == 0);
   }
 
+  TEST_CASE("scratch sized for the session's threads (ABI 1.7): one private Winograd input per thread") {
+    auto e = test::make_engine();
+    // Two 3x3 convs on a 13x13 map (one Winograd block: run_winograd gives each worker an
+    // input of its own), then a 1x1 conv (GEMM).
+    ModelBuilder b("scratch");
+    b.add_input("x", DataType::kFloat32, Shape{1, 32, 13, 13});
+    b.add_constant("w1", test::random_tensor({48, 32, 3, 3}, 1));
+    b.add_constant("w2", test::random_tensor({40, 48, 3, 3}, 2));
+    b.add_constant("w3", test::random_tensor({8, 40, 1, 1}, 3));
+    b.add_node("Conv", {"x", "w1"}, {"c1"}, {Attr::Ints("pads", {1, 1, 1, 1})}, "conv1");
+    b.add_node("Relu", {"c1"}, {"r1"}, {});
+    b.add_node("Conv", {"r1", "w2"}, {"c2"}, {Attr::Ints("pads", {1, 1, 1, 1})}, "conv2");
+    b.add_node("Conv", {"c2", "w3"}, {"y"}, {}, "conv3");
+    b.add_output("y");
+    auto pm = e->prepare(b.build().value()).value();
+    for (const auto& c : pm->choices())
+      if (pm->model().graph().nodes[size_t(c.node)].name != "conv3" && c.backend == "cpu_dense" &&
+          pm->model().graph().nodes[size_t(c.node)].op == "Conv")
+        CHECK(c.kernel == "f32_conv3x3_winograd_f2x2__6x2v");
+    const Tensor x = test::random_tensor({1, 32, 13, 13}, 4);
+    std::vector<size_t> scratch;
+    std::vector<float> first;
+    for (int threads = 1; threads <= 4; ++threads) {
+      SessionOptions so;
+      so.threads = threads;
+      auto s = Session::create(pm, so).value();
+      auto out = s->run({x});
+      REQUIRE(out.is_ok());
+      const std::vector<float> y(out.value()[0].data<float>(), out.value()[0].data<float>() + out.value()[0].elements());
+      if (threads == 1) first = y;
+      else CHECK_MESSAGE(y == first, "threads " << threads);  // the same floats whoever computes them
+      scratch.push_back(s->memory().scratch_bytes);
+    }
+    // From two threads on conv2's private inputs set the scratch: one more per thread
+    // (at one thread another kernel's scratch may be the largest).
+    CHECK(scratch[1] > scratch[0]);
+    CHECK(scratch[2] > scratch[1]);
+    CHECK(scratch[3] - scratch[2] == scratch[2] - scratch[1]);
+  }
+
   TEST_CASE("backend policy: force, forbid, and per node") {
     auto e = test::make_engine({test::test_plugin_dir() + "/test_plugin.so"});
     ModelBuilder b("relu");

@@ -128,12 +128,16 @@ class ConvKernel final : public OpKernel {
 
   size_t scratch_bytes(const mn_tensor* in, int num_inputs, const mn_tensor* out,
                        int num_outputs) const override {
+    return scratch_bytes_for_threads(in, num_inputs, out, num_outputs, 0);
+  }
+  size_t scratch_bytes_for_threads(const mn_tensor* in, int num_inputs, const mn_tensor* out,
+                                   int num_outputs, int threads) const override {
     if (!fast_) return 0;
     kernels::ConvShape s;
     if (addend_input_ >= 0) num_inputs = std::min(num_inputs, addend_input_);
     if (producer_first_ >= 0) num_inputs = std::min(num_inputs, producer_first_);
     geometry(in, num_inputs, out, num_outputs, &s);
-    return fast_->scratch_bytes(s);
+    return fast_->scratch_bytes(s, threads);
   }
 
   double flops(const mn_tensor* in, int num_inputs, const mn_tensor* out, int) const override {

@@ -25,11 +25,12 @@ extern "C" {
 #endif
 
 #define MINNOW_ABI_MAJOR 1
-#define MINNOW_ABI_MINOR 6 /* 1.1: mn_node.attr_strings; 1.2: run-time-sized outputs
+#define MINNOW_ABI_MINOR 7 /* 1.1: mn_node.attr_strings; 1.2: run-time-sized outputs
                               (mn_shape_ctx.set_output_bound, mn_run_ctx.set_output_dims),
                               mn_op_def.value_inputs; 1.3: mn_kernel.fuse_clamp;
                               1.4: mn_kernel.fuse_add; 1.5: MN_INPLACE_ADDEND;
-                              1.6: mn_kernel.fuse_producer */
+                              1.6: mn_kernel.fuse_producer;
+                              1.7: mn_kernel.scratch_bytes_threads */
 
 #if defined(_WIN32)
 #define MINNOW_PLUGIN_EXPORT __declspec(dllexport)
@@ -247,6 +248,11 @@ typedef struct mn_kernel {
    * (static storage). Anything else: unchanged. */
   mn_status (*fuse_producer)(void* state, int32_t input_index, void* producer_state, int32_t first_extra,
                              const char** name);
+  /* (1.7) Optional, may be null. As scratch_bytes, for runs whose mn_run_ctx.num_threads
+   * is `threads`: a kernel with per-thread buffers asks for what that many threads use
+   * instead of what any thread count might. The host asks this one when it is set. */
+  size_t (*scratch_bytes_threads)(void* state, const mn_tensor* inputs, int32_t num_inputs,
+                                  const mn_tensor* outputs, int32_t num_outputs, int32_t threads);
 } mn_kernel;
 
 /* A bid: can this backend run the node, at what cost (arbitrary units, about

@@ -239,6 +239,12 @@ class Kernel {
   virtual void run(const RunContext& ctx, const mn_tensor* inputs, int num_inputs,
                    mn_tensor* outputs, int num_outputs) const = 0;
   virtual size_t scratch_bytes(const mn_tensor*, int, const mn_tensor*, int) const { return 0; }
+  // The scratch of runs on `threads` threads (mn_kernel.scratch_bytes_threads); by default
+  // scratch_bytes, the same for any thread count.
+  virtual size_t scratch_bytes_for_threads(const mn_tensor* in, int num_inputs, const mn_tensor* out,
+                                           int num_outputs, int /*threads*/) const {
+    return scratch_bytes(in, num_inputs, out, num_outputs);
+  }
   virtual double flops(const mn_tensor*, int, const mn_tensor*, int) const { return 0.0; }
   virtual int inplace_input() const { return -1; }
   // Clamp output 0 to [lo, hi] on every later run (mn_kernel.fuse_clamp); false: cannot.
@@ -271,6 +277,14 @@ inline void export_kernel(std::unique_ptr<Kernel> k, mn_kernel* out) {
                           int32_t nout) -> size_t {
     try {
       return static_cast<const Kernel*>(s)->scratch_bytes(in, nin, outs, nout);
+    } catch (...) {
+      return 0;
+    }
+  };
+  out->scratch_bytes_threads = [](void* s, const mn_tensor* in, int32_t nin, const mn_tensor* outs,
+                                  int32_t nout, int32_t threads) -> size_t {
+    try {
+      return static_cast<const Kernel*>(s)->scratch_bytes_for_threads(in, nin, outs, nout, threads);
     } catch (...) {
       return 0;
     }

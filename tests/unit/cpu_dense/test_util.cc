@@ -362,7 +362,12 @@ RunResult run(const FakeNode& node, std::vector<Tensor>& inputs, std::vector<Ten
       // Output 0 takes input 0's buffer, which holds the input: what the planner does.
       out[0].data = in[0].data;
     }
-    const size_t sb = k.scratch_bytes
+    // What a session of this many threads would ask (ABI 1.7), else the any-count size.
+    const int32_t threads = c == Ctx::kSerial ? 1 : c == Ctx::kChunky ? 8 : 4;
+    const size_t sb = k.scratch_bytes_threads
+                          ? k.scratch_bytes_threads(k.state, in.data(), static_cast<int32_t>(in.size()),
+                                                    out.data(), static_cast<int32_t>(out.size()), threads)
+                          : k.scratch_bytes
                           ? k.scratch_bytes(k.state, in.data(), static_cast<int32_t>(in.size()),
                                             out.data(), static_cast<int32_t>(out.size()))
                           : 0;
