@@ -157,25 +157,39 @@ bool ConvPacked::use_winograd(const kernels::ConvShape& s) const {
          winograd_pays(s.P(), s.C);
 }
 
+// With threads > 0, what each path's run takes on that many threads (run_in_slots'
+// run_slots, run_winograd's slots and private inputs, the GEMM's plan for that count);
+// with 0, the most any thread count takes.
 size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s, int threads) const {
+  const auto bytes = [](int64_t floats) { return size_t(floats) * sizeof(float); };
   if (use_winograd(s)) {
     const kernels::WinogradPlan p = kernels::plan_winograd(s);
     if (p.blocks == 1) {  // the shared M, then a private input per thread (run_winograd) as the budget allows
       const int64_t inputs = threads > 0 ? std::min<int64_t>(threads, winograd_private_inputs(p)) : winograd_private_inputs(p);
-      return size_t(p.m_floats + inputs * (p.pad_floats + p.in_floats)) * sizeof(float);
+      return bytes(p.m_floats + inputs * (p.pad_floats + p.in_floats));
     }
-    return size_t(p.pad_floats + std::min<int64_t>(p.blocks, kernels::kConvMaxSlots) * p.slot_floats) *
-           sizeof(float);
+    const int64_t slots = threads > 0 ? scratch_slots(p.blocks, threads) : std::min<int64_t>(p.blocks, kernels::kConvMaxSlots);
+    return bytes(p.pad_floats + slots * p.slot_floats);
   }
-  if (depthwise_ && use_dw_block(s))
-    return size_t(max_scratch_slots(s.N * s.M / kernels::dwconv_block_lanes(), kernels::dwconv_block_slot_floats(s))) *
-           size_t(kernels::dwconv_block_slot_floats(s)) * sizeof(float);
-  if (depthwise_)
-    return size_t(std::min<int64_t>(s.N * s.M, kernels::kConvMaxSlots)) * size_t(kernels::dwconv_plane_slot_floats(s)) *
-           sizeof(float);
+  if (depthwise_ && use_dw_block(s)) {
+    const int64_t count = s.N * s.M / kernels::dwconv_block_lanes(), slot = kernels::dwconv_block_slot_floats(s);
+    return bytes((threads > 0 ? run_slots(threads, count, slot) : max_scratch_slots(count, slot)) * slot);
+  }
+  if (depthwise_) {
+    const int64_t count = s.N * s.M, slot = kernels::dwconv_plane_slot_floats(s);
+    return bytes((threads > 0 ? run_slots(threads, count, slot) : std::min<int64_t>(count, kernels::kConvMaxSlots)) * slot);
+  }
   if (use_direct(s)) {  // one image's planes and the tap offsets (thread count does not change them)
     const kernels::DirectConvPlan p = kernels::plan_direct_conv(s, 1);
-    return size_t(p.planes_floats + s.K()) * sizeof(float);
+    return bytes(p.planes_floats + s.K());
+  }
+  if (threads > 0) {
+    // The plan run() makes for this count: its slots, and room for a shared B after them
+    // (run() builds one when the scratch holds both).
+    const kernels::ConvPlan p = kernels::plan_conv(s, threads);
+    int64_t slots = run_slots(threads, p.tasks, p.slot_floats);
+    if (p.shared_b_floats > 0) slots = std::max(slots, run_slots(threads, p.k_blocks, p.slot_floats));
+    return bytes(slots * p.slot_floats + (p.shared_b_floats > 0 ? p.shared_b_floats + kSharedAlignFloats : 0));
   }
   // The widest column block (one thread's plan) and the most tasks any thread count
   // gives: every column panel and row panel its own task.
@@ -185,9 +199,8 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s, int threads) const
                             ((s.Mg() + kernels::kGemmMR - 1) / kernels::kGemmMR);
   // A shared B (plan_conv with several workers), after the slots.
   const int64_t shared = kernels::conv_shared_b_floats(s);
-  return size_t(std::min<int64_t>(max_tasks, kernels::kConvMaxSlots) * p.slot_floats +
-                (shared > 0 ? shared + kSharedAlignFloats : 0)) *
-         sizeof(float);
+  return bytes(std::min<int64_t>(max_tasks, kernels::kConvMaxSlots) * p.slot_floats +
+               (shared > 0 ? shared + kSharedAlignFloats : 0));
 }
 
 void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const float* x,
