@@ -58,7 +58,11 @@ class PoolKernel final : public OpKernel {
 
   // MaxPool over 1-D / 2-D windows runs the SIMD plane kernel (pool_simd.h).
   size_t scratch_bytes(const mn_tensor* in, int num_inputs, const mn_tensor* out,
-                       int) const override {
+                       int num_outputs) const override {
+    return scratch_bytes_for_threads(in, num_inputs, out, num_outputs, 0);
+  }
+  size_t scratch_bytes_for_threads(const mn_tensor* in, int num_inputs, const mn_tensor* out,
+                                   int, int threads) const override {
     kernels::ConvShape s;
     Axis ax[kMaxSpatial];
     if (kind_ != PoolKind::kMax || num_inputs < 1 || in[0].rank != attrs_.nsp + 2 ||
@@ -66,7 +70,7 @@ class PoolKernel final : public OpKernel {
         !resolve_geometry(attrs_, in[0].dims + 2, out[0].dims + 2, ax).empty() ||
         !maxpool_simd_shape(ax, in[0].dims[0], in[0].dims[1], &s))
       return 0;
-    return maxpool_simd_scratch(s);
+    return maxpool_simd_scratch(s, threads);
   }
 
   void run(const RunContext& ctx, const mn_tensor* in, int num_inputs, mn_tensor* out,
