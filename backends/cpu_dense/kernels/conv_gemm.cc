@@ -412,7 +412,13 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
     // ~0.92x / 0.86-0.93x (against unchanged layers). With a last tile of 8 rows (24
     // channels: 16 + 8, half its FMAs on zero rows) 1.14-1.25x: gemm_tall_pays.
     const bool tall = b_in_place && w.tall && p.m_chunks == 1;
-    const int64_t mcp = tall ? pi1 - pi0 : kc * cols * int64_t(sizeof(float)) <= kRowsOuterMaxBytes ? 1 : kMcPanels;
+    // A last column panel of at most NR / 2 columns (7x7 maps: 49 = 32 + 16 + a dot
+    // column; 13x13: 169 = 5 * 32 + 9) with W read in place: two row panels per tile
+    // there (gemm.h, 12 x one vector), so row panels go at least two at a time.
+    const bool pair_half = w.in_place && !tall && full_cols % nr != 0 && full_cols % nr <= nr / 2;
+    const int64_t mcp = tall ? pi1 - pi0
+                        : kc * cols * int64_t(sizeof(float)) <= kRowsOuterMaxBytes ? (pair_half ? 2 : 1)
+                                                                                    : kMcPanels;
     int64_t dot_r0 = pi0 * kGemmMR;  // first row the dot tiles have not done yet
     for (int64_t pb = pi0; pb < pi1; pb += mcp) {
       for (int64_t jq = 0; jq < full_cols; jq += nr) {
@@ -442,8 +448,10 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
             }
           continue;
         }
-        for (int64_t pi = pb; pi < std::min(pi1, pb + mcp); ++pi) {
+        const int64_t pe = std::min(pi1, pb + mcp);
+        for (int64_t pi = pb; pi < pe; ++pi) {
           const int64_t i0 = pi * kGemmMR;
+          const bool two = pair_half && tile.nr <= nr / 2 && pi + 1 < pe && i0 + 2 * kGemmMR <= Mg;
           // The first column panel of a block brings each row panel of W in from memory
           // (the others find it in L2): the next row panel's rows are prefetched into L2
           // meanwhile. In a model W streams from DRAM (resnet50's 7x7 layers read 60 MB
@@ -453,7 +461,7 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
           if (jq == 0 && w.in_place && pi + 1 < pi1) prefetch_rows(a + (i0 + kGemmMR) * K + k0, K,
                                                                    std::min<int64_t>(kGemmMR, Mg - i0 - kGemmMR), kc);
           tile.a = w.in_place ? a + i0 * K + k0 : a + (pi * K + k0) * kGemmMR;
-          tile.mr = static_cast<int>(std::min<int64_t>(kGemmMR, Mg - i0));
+          tile.mr = two ? 2 * kGemmMR : static_cast<int>(std::min<int64_t>(kGemmMR, Mg - i0));
           e.bias = (k0 == 0 && w.bias) ? w.bias.get() + g * Mg + i0 : nullptr;
           tile.c = yg + i0 * P + j0 + jq;
           e.addend = last && rg ? rg + i0 * P + j0 + jq : nullptr;
@@ -467,6 +475,7 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
           if (k0 == 0) prefetch_tile_rows(tile.c, P, tile.mr, tile.nr, true);
           if (e.addend) prefetch_tile_rows(e.addend, P, tile.mr, tile.nr, false);
           tile_fn(tile, e);
+          if (two) ++pi;
         }
       }
       // Every kMcPanels row panels (and at the end), the same rows of W against the tail

@@ -187,9 +187,58 @@ HWY_INLINE void TileRowsImpl(const Tile& t, const Epilogue& e, const int32_t* b_
   if (mr > 5) FinishTileRow<NV>(d, c50, c51, 5, t, e, full, lo, hi);
 }
 
+// Two row panels (12 rows, all of them valid) x one vector: a half panel's columns, whose
+// six-row tile keeps only six FMA chains in flight (two FMA pipes of 4 cycles' latency
+// want eight); here twelve, each A value broadcast once per k as there. Rows 0-5 from
+// a0, 6-11 from a6, both `ars` apart, so the addresses take few registers.
+HWY_NOINLINE void Tile12x1Impl(const Tile& t, const Epilogue& e) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  V c0 = hn::Zero(d), c1 = hn::Zero(d), c2 = hn::Zero(d), c3 = hn::Zero(d);
+  V c4 = hn::Zero(d), c5 = hn::Zero(d), c6 = hn::Zero(d), c7 = hn::Zero(d);
+  V c8 = hn::Zero(d), c9 = hn::Zero(d), c10 = hn::Zero(d), c11 = hn::Zero(d);
+  const int64_t ars = t.a_rs, acs = t.a_cs, ldb = t.ldb;
+  const float* a0 = t.a;
+  const float* a6 = t.a + 6 * ars;
+  const float* b = t.b;
+#pragma GCC unroll 2
+  for (int64_t k = 0; k < t.K; ++k, b += ldb) {
+    const V bv = hn::LoadU(d, b);
+    const float* p0 = a0 + k * acs;
+    const float* p6 = a6 + k * acs;
+    c0 = hn::MulAdd(hn::Set(d, p0[0]), bv, c0);
+    c1 = hn::MulAdd(hn::Set(d, p0[ars]), bv, c1);
+    c2 = hn::MulAdd(hn::Set(d, p0[2 * ars]), bv, c2);
+    c3 = hn::MulAdd(hn::Set(d, p0[3 * ars]), bv, c3);
+    c4 = hn::MulAdd(hn::Set(d, p0[4 * ars]), bv, c4);
+    c5 = hn::MulAdd(hn::Set(d, p0[5 * ars]), bv, c5);
+    c6 = hn::MulAdd(hn::Set(d, p6[0]), bv, c6);
+    c7 = hn::MulAdd(hn::Set(d, p6[ars]), bv, c7);
+    c8 = hn::MulAdd(hn::Set(d, p6[2 * ars]), bv, c8);
+    c9 = hn::MulAdd(hn::Set(d, p6[3 * ars]), bv, c9);
+    c10 = hn::MulAdd(hn::Set(d, p6[4 * ars]), bv, c10);
+    c11 = hn::MulAdd(hn::Set(d, p6[5 * ars]), bv, c11);
+  }
+  const bool full = t.nr == static_cast<int>(hn::Lanes(d));
+  const V lo = hn::Set(d, e.lo), hi = hn::Set(d, e.hi);
+  FinishTileRow<1>(d, c0, c0, 0, t, e, full, lo, hi);
+  FinishTileRow<1>(d, c1, c1, 1, t, e, full, lo, hi);
+  FinishTileRow<1>(d, c2, c2, 2, t, e, full, lo, hi);
+  FinishTileRow<1>(d, c3, c3, 3, t, e, full, lo, hi);
+  FinishTileRow<1>(d, c4, c4, 4, t, e, full, lo, hi);
+  FinishTileRow<1>(d, c5, c5, 5, t, e, full, lo, hi);
+  FinishTileRow<1>(d, c6, c6, 6, t, e, full, lo, hi);
+  FinishTileRow<1>(d, c7, c7, 7, t, e, full, lo, hi);
+  FinishTileRow<1>(d, c8, c8, 8, t, e, full, lo, hi);
+  FinishTileRow<1>(d, c9, c9, 9, t, e, full, lo, hi);
+  FinishTileRow<1>(d, c10, c10, 10, t, e, full, lo, hi);
+  FinishTileRow<1>(d, c11, c11, 11, t, e, full, lo, hi);
+}
+
 void TileImpl(const Tile& t, const Epilogue& e) {
   if (t.mr == 1) return RowImpl(t, e);
-  if (t.nr <= static_cast<int>(hn::Lanes(hn::ScalableTag<float>()))) return TileRowsImpl<6, 1>(t, e);
+  if (t.nr <= static_cast<int>(hn::Lanes(hn::ScalableTag<float>())))
+    return t.mr > kGemmMR ? Tile12x1Impl(t, e) : TileRowsImpl<6, 1>(t, e);
   if (t.mr <= 2) return TileRowsImpl<2, 2>(t, e);
   if (t.mr <= 4) return TileRowsImpl<4, 2>(t, e);
   TileRowsImpl<6, 2>(t, e);

@@ -41,6 +41,8 @@ struct Epilogue {
 
 // One tile: C[i, j] (i < mr <= MR, j < nr <= NR) from
 //   A(i, k) = a[i * a_rs + k * a_cs]   and   B(k, j) = b[k * ldb + j],  k < K.
+// With nr <= NR / 2, mr may also be exactly 2 * MR (two row panels of strided A rows, W
+// read in place): twelve FMA chains instead of six on a half panel.
 // B rows must have NR readable floats even when nr < NR. With a per-column bias, `bias`
 // must have NR readable floats from the tile's first column (packed bias is padded).
 struct Tile {
