@@ -198,16 +198,23 @@ void winograd_block_rows(const ConvShape& s, const WinogradWeights& w, const Win
       tile.ldc = nt;
       Epilogue e;
       e.beta = k0 > 0 ? 1.0f : 0.0f;
-      for (int64_t i0 = m0; i0 < m1; i0 += kGemmMR) {
-        tile.a = u + i0 * C + k0;
-        tile.mr = static_cast<int>(std::min<int64_t>(kGemmMR, m1 - i0));
+      // Rows two panels at a time: the one-vector tile of a last panel of at most NR / 2
+      // tiles (13x13, 14x14: 49 = 32 + 16 + a dot column) takes all 12 rows at once
+      // (gemm.h: twelve FMA chains instead of six), the whole panels two 6-row tiles.
+      for (int64_t i0 = m0; i0 < m1; i0 += 2 * kGemmMR) {
+        const int64_t rows = std::min<int64_t>(2 * kGemmMR, m1 - i0);
         for (int64_t q = 0; q * nr < count; ++q) {
           // The one-vector tile has half the FMAs; the output transform reads M only up
           // to `count` rounded up to its vectors.
           tile.nr = static_cast<int>(q == v.last_q && (v.rem <= nr / 2 || v.dots > 0) ? nr / 2 : nr);
           tile.b = v.V + xi * vxi + (q * C + k0) * nr;
-          tile.c = v.Mb + xi * mxi + i0 * nt + q * nr;
-          tile_fn(tile, e);
+          const bool twelve = tile.nr <= nr / 2 && rows == 2 * kGemmMR;
+          for (int64_t r0 = i0; r0 < i0 + rows; r0 += twelve ? 2 * kGemmMR : kGemmMR) {
+            tile.a = u + r0 * C + k0;
+            tile.mr = twelve ? 2 * kGemmMR : static_cast<int>(std::min<int64_t>(kGemmMR, i0 + rows - r0));
+            tile.c = v.Mb + xi * mxi + r0 * nt + q * nr;
+            tile_fn(tile, e);
+          }
         }
       }
       // The dot columns of the last panel: pairs 4 rows at a time, a last single column 8.
