@@ -187,6 +187,30 @@ HWY_INLINE void TileRowsImpl(const Tile& t, const Epilogue& e, const int32_t* b_
   if (mr > 5) FinishTileRow<NV>(d, c50, c51, 5, t, e, full, lo, hi);
 }
 
+// Six rows' FMAs for one k against one vector of B: A's rows p[0], p[ars], ... p[5 ars].
+template <class D, class V>
+HWY_INLINE void SixRowsFma(D d, const float* p, int64_t ars, V bv, V& c0, V& c1, V& c2, V& c3, V& c4,
+                           V& c5) {
+  c0 = hn::MulAdd(hn::Set(d, p[0]), bv, c0);
+  c1 = hn::MulAdd(hn::Set(d, p[ars]), bv, c1);
+  c2 = hn::MulAdd(hn::Set(d, p[2 * ars]), bv, c2);
+  c3 = hn::MulAdd(hn::Set(d, p[3 * ars]), bv, c3);
+  c4 = hn::MulAdd(hn::Set(d, p[4 * ars]), bv, c4);
+  c5 = hn::MulAdd(hn::Set(d, p[5 * ars]), bv, c5);
+}
+
+// Rows i0 .. i0 + 5 of a one-vector tile, all of them valid.
+template <class D, class V>
+HWY_INLINE void FinishSixRows(D d, V c0, V c1, V c2, V c3, V c4, V c5, int64_t i0, const Tile& t,
+                              const Epilogue& e, bool full, V lo, V hi) {
+  FinishTileRow<1>(d, c0, c0, i0, t, e, full, lo, hi);
+  FinishTileRow<1>(d, c1, c1, i0 + 1, t, e, full, lo, hi);
+  FinishTileRow<1>(d, c2, c2, i0 + 2, t, e, full, lo, hi);
+  FinishTileRow<1>(d, c3, c3, i0 + 3, t, e, full, lo, hi);
+  FinishTileRow<1>(d, c4, c4, i0 + 4, t, e, full, lo, hi);
+  FinishTileRow<1>(d, c5, c5, i0 + 5, t, e, full, lo, hi);
+}
+
 // Two row panels (12 rows, all of them valid) x one vector: a half panel's columns, whose
 // six-row tile keeps only six FMA chains in flight (two FMA pipes of 4 cycles' latency
 // want eight); here twelve, each A value broadcast once per k as there. Rows 0-5 from
@@ -204,35 +228,13 @@ HWY_NOINLINE void Tile12x1Impl(const Tile& t, const Epilogue& e) {
 #pragma GCC unroll 2
   for (int64_t k = 0; k < t.K; ++k, b += ldb) {
     const V bv = hn::LoadU(d, b);
-    const float* p0 = a0 + k * acs;
-    const float* p6 = a6 + k * acs;
-    c0 = hn::MulAdd(hn::Set(d, p0[0]), bv, c0);
-    c1 = hn::MulAdd(hn::Set(d, p0[ars]), bv, c1);
-    c2 = hn::MulAdd(hn::Set(d, p0[2 * ars]), bv, c2);
-    c3 = hn::MulAdd(hn::Set(d, p0[3 * ars]), bv, c3);
-    c4 = hn::MulAdd(hn::Set(d, p0[4 * ars]), bv, c4);
-    c5 = hn::MulAdd(hn::Set(d, p0[5 * ars]), bv, c5);
-    c6 = hn::MulAdd(hn::Set(d, p6[0]), bv, c6);
-    c7 = hn::MulAdd(hn::Set(d, p6[ars]), bv, c7);
-    c8 = hn::MulAdd(hn::Set(d, p6[2 * ars]), bv, c8);
-    c9 = hn::MulAdd(hn::Set(d, p6[3 * ars]), bv, c9);
-    c10 = hn::MulAdd(hn::Set(d, p6[4 * ars]), bv, c10);
-    c11 = hn::MulAdd(hn::Set(d, p6[5 * ars]), bv, c11);
+    SixRowsFma(d, a0 + k * acs, ars, bv, c0, c1, c2, c3, c4, c5);
+    SixRowsFma(d, a6 + k * acs, ars, bv, c6, c7, c8, c9, c10, c11);
   }
   const bool full = t.nr == static_cast<int>(hn::Lanes(d));
   const V lo = hn::Set(d, e.lo), hi = hn::Set(d, e.hi);
-  FinishTileRow<1>(d, c0, c0, 0, t, e, full, lo, hi);
-  FinishTileRow<1>(d, c1, c1, 1, t, e, full, lo, hi);
-  FinishTileRow<1>(d, c2, c2, 2, t, e, full, lo, hi);
-  FinishTileRow<1>(d, c3, c3, 3, t, e, full, lo, hi);
-  FinishTileRow<1>(d, c4, c4, 4, t, e, full, lo, hi);
-  FinishTileRow<1>(d, c5, c5, 5, t, e, full, lo, hi);
-  FinishTileRow<1>(d, c6, c6, 6, t, e, full, lo, hi);
-  FinishTileRow<1>(d, c7, c7, 7, t, e, full, lo, hi);
-  FinishTileRow<1>(d, c8, c8, 8, t, e, full, lo, hi);
-  FinishTileRow<1>(d, c9, c9, 9, t, e, full, lo, hi);
-  FinishTileRow<1>(d, c10, c10, 10, t, e, full, lo, hi);
-  FinishTileRow<1>(d, c11, c11, 11, t, e, full, lo, hi);
+  FinishSixRows(d, c0, c1, c2, c3, c4, c5, 0, t, e, full, lo, hi);
+  FinishSixRows(d, c6, c7, c8, c9, c10, c11, 6, t, e, full, lo, hi);
 }
 
 void TileImpl(const Tile& t, const Epilogue& e) {
