@@ -171,14 +171,9 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s, int threads) const
     const int64_t slots = threads > 0 ? scratch_slots(p.blocks, threads) : std::min<int64_t>(p.blocks, kernels::kConvMaxSlots);
     return bytes(p.pad_floats + slots * p.slot_floats);
   }
-  if (depthwise_ && use_dw_block(s)) {
-    const int64_t count = s.N * s.M / kernels::dwconv_block_lanes(), slot = kernels::dwconv_block_slot_floats(s);
-    return bytes((threads > 0 ? run_slots(threads, count, slot) : max_scratch_slots(count, slot)) * slot);
-  }
-  if (depthwise_) {
-    const int64_t count = s.N * s.M, slot = kernels::dwconv_plane_slot_floats(s);
-    return bytes((threads > 0 ? run_slots(threads, count, slot) : std::min<int64_t>(count, kernels::kConvMaxSlots)) * slot);
-  }
+  if (depthwise_ && use_dw_block(s))
+    return run_in_slots_bytes(threads, s.N * s.M / kernels::dwconv_block_lanes(), kernels::dwconv_block_slot_floats(s));
+  if (depthwise_) return run_in_slots_bytes(threads, s.N * s.M, kernels::dwconv_plane_slot_floats(s));
   if (use_direct(s)) {  // one image's planes and the tap offsets (thread count does not change them)
     const kernels::DirectConvPlan p = kernels::plan_direct_conv(s, 1);
     return bytes(p.planes_floats + s.K());

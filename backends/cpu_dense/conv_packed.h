@@ -32,6 +32,11 @@ int64_t max_scratch_slots(int64_t tasks, int64_t slot_floats);
 inline int64_t run_slots(int threads, int64_t count, int64_t slot_floats) {
   return std::min(scratch_slots(count, threads), max_scratch_slots(count, slot_floats));
 }
+// The scratch bytes run_in_slots takes on `threads` threads, or (0) on any count.
+inline size_t run_in_slots_bytes(int threads, int64_t count, int64_t slot_floats) {
+  const int64_t slots = threads > 0 ? run_slots(threads, count, slot_floats) : max_scratch_slots(count, slot_floats);
+  return size_t(slots * slot_floats) * sizeof(float);
+}
 template <class F>
 void run_in_slots(const RunContext& ctx, int64_t count, int64_t slot_floats, const char* what, F fn) {
   const int64_t slots = run_slots(ctx.num_threads(), count, slot_floats);

@@ -33,13 +33,9 @@ bool use_block(const kernels::ConvShape& s) {
 }  // namespace
 
 size_t maxpool_simd_scratch(const kernels::ConvShape& s, int threads) {
-  if (use_block(s)) {
-    const int64_t count = s.N * s.C / kernels::dwconv_block_lanes(), slot = kernels::dwconv_block_slot_floats(s);
-    return size_t((threads > 0 ? run_slots(threads, count, slot) : max_scratch_slots(count, slot)) * slot) * sizeof(float);
-  }
-  const int64_t count = s.N * s.C, slot = kernels::dwconv_slot_floats(s);
-  return size_t((threads > 0 ? run_slots(threads, count, slot) : std::min<int64_t>(count, kernels::kConvMaxSlots)) * slot) *
-         sizeof(float);
+  if (use_block(s))
+    return run_in_slots_bytes(threads, s.N * s.C / kernels::dwconv_block_lanes(), kernels::dwconv_block_slot_floats(s));
+  return run_in_slots_bytes(threads, s.N * s.C, kernels::dwconv_slot_floats(s));
 }
 
 void maxpool_simd_run(const RunContext& ctx, const kernels::ConvShape& s, const float* x, float* y) {

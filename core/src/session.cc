@@ -588,7 +588,7 @@ Status Session::Impl::plan() {
     const auto& k = step.kernel->k;
     auto& ins = step.view->inputs();
     auto& outs = step.view->outputs();
-    if (k.scratch_bytes || kernel_has_scratch_threads(k)) {
+    {
       size_t need = kernel_scratch(k, ins, outs, options.threads);
       // Scratch is allocated next to the arena: a kernel asking for more than the limit
       // (a huge declared shape, or a plugin bug) is refused like an oversized arena.

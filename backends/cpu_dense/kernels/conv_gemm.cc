@@ -451,7 +451,8 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
         const int64_t pe = std::min(pi1, pb + mcp);
         for (int64_t pi = pb; pi < pe; ++pi) {
           const int64_t i0 = pi * kGemmMR;
-          const bool two = pair_half && tile.nr <= nr / 2 && pi + 1 < pe && i0 + 2 * kGemmMR <= Mg;
+          // pair_half: W in place; the rows this block still has (pe's panels, Mg's rows)
+          const int64_t rows_left = std::min(pe * kGemmMR, Mg) - i0;
           // The first column panel of a block brings each row panel of W in from memory
           // (the others find it in L2): the next row panel's rows are prefetched into L2
           // meanwhile. In a model W streams from DRAM (resnet50's 7x7 layers read 60 MB
@@ -461,7 +462,7 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
           if (jq == 0 && w.in_place && pi + 1 < pi1) prefetch_rows(a + (i0 + kGemmMR) * K + k0, K,
                                                                    std::min<int64_t>(kGemmMR, Mg - i0 - kGemmMR), kc);
           tile.a = w.in_place ? a + i0 * K + k0 : a + (pi * K + k0) * kGemmMR;
-          tile.mr = two ? 2 * kGemmMR : static_cast<int>(std::min<int64_t>(kGemmMR, Mg - i0));
+          tile.mr = pair_half ? gemm_tile_rows(tile.nr, nr, rows_left) : static_cast<int>(std::min<int64_t>(kGemmMR, Mg - i0));
           e.bias = (k0 == 0 && w.bias) ? w.bias.get() + g * Mg + i0 : nullptr;
           tile.c = yg + i0 * P + j0 + jq;
           e.addend = last && rg ? rg + i0 * P + j0 + jq : nullptr;
@@ -475,7 +476,7 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
           if (k0 == 0) prefetch_tile_rows(tile.c, P, tile.mr, tile.nr, true);
           if (e.addend) prefetch_tile_rows(e.addend, P, tile.mr, tile.nr, false);
           tile_fn(tile, e);
-          if (two) ++pi;
+          if (tile.mr > kGemmMR) ++pi;
         }
       }
       // Every kMcPanels row panels (and at the end), the same rows of W against the tail

@@ -42,7 +42,7 @@ struct Epilogue {
 // One tile: C[i, j] (i < mr <= MR, j < nr <= NR) from
 //   A(i, k) = a[i * a_rs + k * a_cs]   and   B(k, j) = b[k * ldb + j],  k < K.
 // With nr <= NR / 2, mr may also be exactly 2 * MR (two row panels of strided A rows, W
-// read in place): twelve FMA chains instead of six on a half panel.
+// read in place): twelve FMA chains instead of six on a half panel (gemm_tile_rows).
 // B rows must have NR readable floats even when nr < NR. With a per-column bias, `bias`
 // must have NR readable floats from the tile's first column (packed bias is padded).
 struct Tile {
@@ -59,6 +59,13 @@ struct Tile {
 // per task and call it per tile (a wrapper that looked the target up in Highway's
 // dispatch table on every tile was ~1 % of squeezenet1_1's samples).
 using TileFn = void (*)(const Tile& t, const Epilogue& e);
+// The rows of a tile of `cols` columns (panels of nr, gemm_nr(): the drivers' copy, not a
+// dispatch per tile) with `rows_left` rows of strided A to go: two row panels where the
+// tile is a half panel and both are there, else at most one.
+inline int gemm_tile_rows(int cols, int64_t nr, int64_t rows_left) {
+  if (2 * cols <= nr && rows_left >= 2 * kGemmMR) return 2 * kGemmMR;
+  return static_cast<int>(rows_left < kGemmMR ? rows_left : kGemmMR);
+}
 TileFn gemm_tile_fn();
 // The same tile with B's rows anywhere: B(k, j) = t.b[b_off[k] + j] (t.ldb unused), NR
 // readable floats from each. Direct convolution (conv.h) reads them from the input's

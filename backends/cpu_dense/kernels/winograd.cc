@@ -208,10 +208,9 @@ void winograd_block_rows(const ConvShape& s, const WinogradWeights& w, const Win
           // to `count` rounded up to its vectors.
           tile.nr = static_cast<int>(q == v.last_q && (v.rem <= nr / 2 || v.dots > 0) ? nr / 2 : nr);
           tile.b = v.V + xi * vxi + (q * C + k0) * nr;
-          const bool twelve = tile.nr <= nr / 2 && rows == 2 * kGemmMR;
-          for (int64_t r0 = i0; r0 < i0 + rows; r0 += twelve ? 2 * kGemmMR : kGemmMR) {
+          for (int64_t r0 = i0; r0 < i0 + rows; r0 += tile.mr) {
             tile.a = u + r0 * C + k0;
-            tile.mr = twelve ? 2 * kGemmMR : static_cast<int>(std::min<int64_t>(kGemmMR, i0 + rows - r0));
+            tile.mr = gemm_tile_rows(tile.nr, nr, i0 + rows - r0);
             tile.c = v.Mb + xi * mxi + r0 * nt + q * nr;
             tile_fn(tile, e);
           }
