@@ -149,6 +149,38 @@ TEST_SUITE("model_format") {
     CHECK(missing.status().message().find("does/not/exist.minnow") != std::string::npos);
   }
 
+
+  TEST_CASE("a large file (read onto huge pages, not mapped) loads as from memory; corruption refused") {
+    // 1024 x 2560 floats in w1 alone: 10 MB, past map_file's 8 MB switch to read().
+    test::Mlp mlp(11, 1024, 2560, 16, 4);
+    auto bytes = mlp.builder().serialize();
+    REQUIRE(bytes.is_ok());
+    REQUIRE(bytes.value().size() > (size_t(8) << 20));
+    std::string path = "format_test_large.minnow";
+    REQUIRE(write_file_atomic(path, bytes.value().data(), bytes.value().size()).is_ok());
+    auto from_file = Model::load_file(path);
+    REQUIRE_MESSAGE(from_file.is_ok(), from_file.status().message());
+    CHECK(from_file.value()->file_size() == bytes.value().size());
+    // Every weight as built, in 64-byte aligned memory (zero-copy from the read bytes).
+    const auto& g = from_file.value()->graph();
+    for (const char* name : {"w1", "b1", "w2", "b2", "w3", "b3"}) {
+      const Tensor* w = from_file.value()->constant(g.find_tensor(name));
+      REQUIRE(w);
+      const Tensor& want = name[0] == 'w' ? (name[1] == '1' ? mlp.w1 : name[1] == '2' ? mlp.w2 : mlp.w3)
+                                          : (name[1] == '1' ? mlp.b1 : name[1] == '2' ? mlp.b2 : mlp.b3);
+      CHECK(test::max_abs_diff(*w, want) == 0.f);
+    }
+    for (const auto& blob : from_file.value()->ir().buffers) CHECK(reinterpret_cast<uintptr_t>(blob.data) % 64 == 0);
+    // A flipped byte near the end of the weights: the checksum names the problem.
+    std::vector<uint8_t> bad = bytes.value();
+    bad[bad.size() - 100] ^= 0x40;
+    REQUIRE(write_file_atomic(path, bad.data(), bad.size()).is_ok());
+    auto corrupt = Model::load_file(path);
+    REQUIRE_FALSE(corrupt.is_ok());
+    CHECK(corrupt.status().message().find("checksum") != std::string::npos);
+    CHECK(corrupt.status().message().find(path) != std::string::npos);
+    std::remove(path.c_str());
+  }
   TEST_CASE("format 1.3 compact layout: deflated description, same model, corruption refused") {
     test::Mlp mlp(3, 16, 8, 6, 3);
     ModelBuilder b = mlp.builder(true);
