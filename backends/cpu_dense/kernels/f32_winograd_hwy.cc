@@ -223,7 +223,7 @@ void OutputImpl(const WinogradXform& x, const float* Mb, const float* bias, floa
 // loads and stores on AVX2 / AVX-512, one float at a time elsewhere. (Element by element with a bounds check each, the pad was 0.5 ns a float:
 // resnet18's Winograd layers spent ~0.7 ms a run in it, squeezenet1_1's ~0.12 ms.)
 void PadInputImpl(const ConvShape& s, const WinogradPlan& p, const float* x, int64_t c0, int64_t c1,
-                  float* xp) {
+                  int64_t r0, int64_t r1, float* xp) {
   const int64_t H = s.in[1], W = s.in[2], ph = s.pb[1], pw = s.pb[2];
   const int64_t half = p.tiles_w + 1, row = 2 * half;
 #if HWY_TARGET != HWY_SCALAR
@@ -236,7 +236,7 @@ void PadInputImpl(const ConvShape& s, const WinogradPlan& p, const float* x, int
   const int64_t k1 = std::max(k0, std::min(half, (W + pw) / 2));
 #endif
   for (int64_t c = c0; c < c1; ++c)
-    for (int64_t r = 0; r < p.hp; ++r) {
+    for (int64_t r = r0; r < r1; ++r) {
       float* even = xp + (c * p.hp + r) * row;
       float* odd = even + half;
       const int64_t ih = r - ph;
@@ -299,7 +299,12 @@ HWY_EXPORT(PadInputImpl);
 
 void winograd_pad_input(const ConvShape& s, const WinogradPlan& p, const float* x, int64_t c0,
                         int64_t c1, float* xp) {
-  HWY_DYNAMIC_DISPATCH(PadInputImpl)(s, p, x, c0, c1, xp);
+  HWY_DYNAMIC_DISPATCH(PadInputImpl)(s, p, x, c0, c1, 0, p.hp, xp);
+}
+
+void winograd_pad_input_rows(const ConvShape& s, const WinogradPlan& p, const float* x, int64_t r0,
+                             int64_t r1, float* xp) {
+  HWY_DYNAMIC_DISPATCH(PadInputImpl)(s, p, x, 0, s.C, r0, r1, xp);
 }
 
 void winograd_input_transform(const WinogradXform& x, const float* xp, float* v) {

@@ -55,6 +55,16 @@ WinogradPlan plan_winograd(const ConvShape& s);
 // each), zero outside the input.
 void winograd_pad_input(const ConvShape& s, const WinogradPlan& p, const float* x, int64_t c0,
                         int64_t c1, float* xp);
+// Padded rows [r0, r1) (of hp) of every channel: the rows one worker's blocks read
+// (winograd_block_pad_row), so that it reads what it wrote itself.
+void winograd_pad_input_rows(const ConvShape& s, const WinogradPlan& p, const float* x, int64_t r0,
+                             int64_t r1, float* xp);
+// The first padded row of block b's tiles (p.hp for b == p.blocks): a worker that takes
+// blocks [b0, b1) pads rows [winograd_block_pad_row(b0), winograd_block_pad_row(b1)); the
+// two rows below its last tile row come from the next worker.
+inline int64_t winograd_block_pad_row(const WinogradPlan& p, int64_t b) {
+  return b >= p.blocks ? p.hp : 2 * (b * p.nt / p.tiles_w);
+}
 
 // The transforms' view of one block (winograd_block fills it).
 struct WinogradXform {

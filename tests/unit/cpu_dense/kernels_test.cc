@@ -540,6 +540,17 @@ TEST_CASE("Winograd F(2x2, 3x3) convolution matches the reference") {
         // Two halves of the channels, as two workers would pad them.
         winograd_pad_input(s, p, x.data() + n * s.C * s.Pin(), 0, s.C / 2, xp.data());
         winograd_pad_input(s, p, x.data() + n * s.C * s.Pin(), s.C / 2, s.C, xp.data());
+        // By rows, as workers taking runs of blocks pad them (ConvPacked::run_winograd):
+        // three parts split where blocks split, the same padded input.
+        {
+          std::vector<float> xr(xp.size(), kNaN);
+          const int64_t cut[4] = {0, p.blocks / 3, 2 * p.blocks / 3, p.blocks};
+          for (int part = 0; part < 3; ++part)
+            winograd_pad_input_rows(s, p, x.data() + n * s.C * s.Pin(), winograd_block_pad_row(p, cut[part]),
+                                    winograd_block_pad_row(p, cut[part + 1]), xr.data());
+          CHECK(winograd_block_pad_row(p, p.blocks) == p.hp);
+          CHECK(std::memcmp(xr.data(), xp.data(), size_t(s.C * p.hp * p.wp) * sizeof(float)) == 0);
+        }
         for (int64_t b = p.blocks - 1; b >= 0; --b)
           winograd_block(s, ww, p, b, xp.data(), got.data() + n * s.M * s.P(), slot.data(), lo, hi);
         // The same block in phases, as workers sharing one block run it (input channels
