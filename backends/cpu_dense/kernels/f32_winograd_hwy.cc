@@ -128,91 +128,73 @@ void OutputImpl(const WinogradXform& x, const float* Mb, const float* bias, floa
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   const int64_t TW = x.tiles_w, OH = x.out_h, OW = x.out_w, mxi = x.m_stride;
   const Vec vlo = hn::Set(d, lo), vhi = hn::Set(d, hi);
+  const int64_t t_end = x.t0 + x.count;
   for (int64_t m = x.m_begin; m < x.m_end; ++m) {
     const float b = bias ? bias[m] : 0.0f;
     const Vec vb = hn::Set(d, b);
     float* ym = y + m * OH * OW;
     const float* rm = addend ? addend + m * OH * OW : nullptr;
     const float* mm = Mb + m * x.nt;
-    for (int64_t l = 0; l < x.count; l += L) {
-      const int64_t t = x.t0 + l, th = t / TW, tw = t % TW, oh = 2 * th, ow = 2 * tw;
-      // The transform by vectors always (the block's M matrices hold nt >= l + L lanes);
-      // stores interleaved when the group's tiles lie in one row and inside it, else
-      // tile by tile: groups across tile rows (all of them on 13x13 and 14x14 maps, 7
-      // tiles a row) and the right edge. (Scalar transforms there took 13 % of
-      // squeezenet1_1.) Same operations in the same order either way.
-      Vec r[16];
-      for (int e = 0; e < 16; ++e) r[e] = hn::LoadU(d, mm + e * mxi + l);
-      Vec yy[2][2];
-      OutputTile(r, yy);
-      if (l + L <= x.count && tw + L <= TW && ow + 2 * L <= OW) {
+    // Groups of L tiles from the start of each tile row's run in the block (not at
+    // multiples of L along the block): every group lies in one tile row, and only a run's
+    // last group, which meets the row's end (or the block's), has fewer than L tiles or
+    // ends at the map's edge. Aligned to the block, the groups straddled tile rows on every
+    // map whose rows are not a multiple of L tiles (7 tiles on 13x13 and 14x14, 14 on
+    // 27x27, 28 on 55x55: squeezenet1_1 spent 10 % of its time here). A group reads
+    // M's lanes from its first tile: up to L - 1 past the block's last one, inside the
+    // M row's nt lanes or the 16 floats winograd_stride leaves after each matrix, and
+    // those lanes are never stored.
+    for (int64_t t = x.t0; t < t_end;) {
+      const int64_t th = t / TW, tw0 = t % TW, run = std::min(t_end - t, TW - tw0);
+      const int64_t oh = 2 * th;
+      for (int64_t k = 0; k < run; k += L) {
+        const int64_t l = t - x.t0 + k, ow = 2 * (tw0 + k);
+        const int64_t n = std::min(L, run - k);        // tiles in this group
+        const int64_t cols = std::min(2 * n, OW - ow);  // output columns they cover
+        Vec r[16];
+        for (int e = 0; e < 16; ++e) r[e] = hn::LoadU(d, mm + e * mxi + l);
+        Vec yy[2][2];
+        OutputTile(r, yy);
         for (int i = 0; i < 2 && oh + i < OH; ++i) {
           Vec y0 = hn::Add(yy[i][0], vb), y1 = hn::Add(yy[i][1], vb);
-          if (rm) {  // a fused residual Add, laid out as y
-            Vec r0, r1;
-            hn::LoadInterleaved2(d, rm + (oh + i) * OW + ow, r0, r1);
-            y0 = hn::Add(y0, r0);
-            y1 = hn::Add(y1, r1);
-          }
-          y0 = hn::Min(hn::Max(y0, vlo), vhi);
-          y1 = hn::Min(hn::Max(y1, vlo), vhi);
-          hn::StoreInterleaved2(y0, y1, d, ym + (oh + i) * OW + ow);
-        }
-        continue;
-      }
-#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-      // Masked stores (never touching memory off the mask): the group's outputs interleaved
-      // (each tile's two columns side by side, as in the row), then one run of tiles per
-      // tile row it covers, cut at the map's right edge. Lane by lane, as below, the 13x13
-      // and 14x14 maps (7 tiles a row: every group straddles rows) spent most of their
-      // output transform in the scalar stores.
-      {
-        const int64_t n = std::min<int64_t>(L, x.count - l);  // tiles in this group
-        for (int i = 0; i < 2; ++i) {
-          const Vec y0 = hn::Add(yy[i][0], vb), y1 = hn::Add(yy[i][1], vb);
-          // z0: elements 0 .. L-1 (tiles 0 .. L/2-1, two columns each), z1: the rest.
-          const Vec lo4 = hn::InterleaveLower(d, y0, y1), hi4 = hn::InterleaveUpper(d, y0, y1);
-          const Vec z0 = hn::ConcatLowerLower(d, hi4, lo4), z1 = hn::ConcatUpperUpper(d, hi4, lo4);
-          for (int64_t a = 0; a < n;) {
-            const int64_t ta = t + a, tha = ta / TW, twa = ta % TW;
-            const int64_t b = std::min(n, a + (TW - twa));  // this tile row's lanes [a, b)
-            const int64_t ohr = 2 * tha + i;
-            if (ohr < OH) {
-              // Elements [2a, e1) of the interleaved pair go to columns 2 twa .. of row ohr.
-              const int64_t e1 = std::min(2 * b, 2 * a + OW - 2 * twa);
-              float* base = ym + ohr * OW + 2 * twa - 2 * a;  // element 0's address
-              const float* rbase = rm ? rm + ohr * OW + 2 * twa - 2 * a : nullptr;
-              auto part = [&](Vec z, int64_t e0) {  // elements e0 .. e0 + L - 1 in z
-                const int64_t from = std::max<int64_t>(0, 2 * a - e0), to = std::min<int64_t>(L, e1 - e0);
-                if (to <= from) return;
-                const auto m = LanesFromTo(d, from, to);
-                if (rbase) z = hn::Add(z, hn::MaskedLoad(m, d, rbase + e0));
-                hn::BlendedStore(hn::Min(hn::Max(z, vlo), vhi), m, d, base + e0);
-              };
-              part(z0, 0);
-              part(z1, L);
+          float* yr = ym + (oh + i) * OW + ow;
+          const float* rr = rm ? rm + (oh + i) * OW + ow : nullptr;
+          if (cols == 2 * L) {
+            if (rr) {  // a fused residual Add, laid out as y
+              Vec r0, r1;
+              hn::LoadInterleaved2(d, rr, r0, r1);
+              y0 = hn::Add(y0, r0);
+              y1 = hn::Add(y1, r1);
             }
-            a = b;
+            y0 = hn::Min(hn::Max(y0, vlo), vhi);
+            y1 = hn::Min(hn::Max(y1, vlo), vhi);
+            hn::StoreInterleaved2(y0, y1, d, yr);
+            continue;
           }
-        }
-        continue;
-      }
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+          // The group's outputs interleaved (each tile's two columns side by side, as in
+          // the row; z0: elements 0 .. L-1, z1: the rest) and stored masked to `cols`,
+          // never touching memory past them.
+          const Vec lo4 = hn::InterleaveLower(d, y0, y1), hi4 = hn::InterleaveUpper(d, y0, y1);
+          Vec z[2] = {hn::ConcatLowerLower(d, hi4, lo4), hn::ConcatUpperUpper(d, hi4, lo4)};
+          for (int h = 0; h < 2 && h * L < cols; ++h) {
+            const auto mk = hn::FirstN(d, static_cast<size_t>(std::min(L, cols - h * L)));
+            if (rr) z[h] = hn::Add(z[h], hn::MaskedLoad(mk, d, rr + h * L));
+            hn::BlendedStore(hn::Min(hn::Max(z[h], vlo), vhi), mk, d, yr + h * L);
+          }
+#else
+          HWY_ALIGN float g[2][8];
+          hn::Store(y0, d, g[0]);
+          hn::Store(y1, d, g[1]);
+          for (int64_t c = 0; c < cols; ++c) {
+            float v = g[c & 1][c >> 1];
+            if (rr) v += rr[c];  // (no + 0.0f without an addend: -0.0 stays -0.0)
+            yr[c] = std::min(std::max(v, lo), hi);
+          }
 #endif
-      HWY_ALIGN float g[2][2][8];
-      for (int i = 0; i < 2; ++i)
-        for (int j = 0; j < 2; ++j) hn::StoreU(hn::Add(yy[i][j], vb), d, g[i][j]);
-      for (int64_t k = 0; k < L && l + k < x.count; ++k) {
-        const int64_t tk = t + k, ohk = 2 * (tk / TW), owk = 2 * (tk % TW);
-        for (int i = 0; i < 2 && ohk + i < OH; ++i) {
-          float* yr = ym + (ohk + i) * OW + owk;
-          const float* rr = rm ? rm + (ohk + i) * OW + owk : nullptr;
-          for (int j = 0; j < 2 && owk + j < OW; ++j) {
-            float v = g[i][j][k];
-            if (rr) v += rr[j];  // (no + 0.0f without an addend: -0.0 stays -0.0)
-            yr[j] = std::min(std::max(v, lo), hi);
-          }
         }
       }
+      t += run;
     }
   }
 }
