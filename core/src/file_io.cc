@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -16,47 +15,10 @@
 namespace minnow {
 
 MappedFile::~MappedFile() {
-  if (data && map_size) munmap(const_cast<uint8_t*>(data), map_size);
+  if (data && size) munmap(const_cast<uint8_t*>(data), size);
 }
 
 static std::string errno_text() { return std::strerror(errno); }
-
-namespace {
-
-// From this size on a model file is read into anonymous memory on transparent huge pages
-// instead of mapped. Loading reads every byte (the data section's CRC), and a mapped
-// page-cache page costs a fault of its own when first touched even after MAP_POPULATE on
-// a VM with slow faults (Zen 5 KVM guest, resnet50's 98 MB: populate 4 ms, then 45-52 ms
-// to touch the 25,000 pages once); read into 2 MiB pages the same bytes take 25 ms and
-// touching them 4-5 ms. Small files gain nothing from huge pages: they stay mapped.
-constexpr size_t kReadIntoHugePagesFrom = size_t(8) << 20;
-constexpr size_t kHugePage = size_t(2) << 20;
-
-// The whole file into an anonymous mapping (huge pages asked for), made read-only after.
-Status read_into_anonymous(int fd, const std::string& path, MappedFile* m) {
-  const size_t cap = (m->size + kHugePage - 1) / kHugePage * kHugePage;
-  void* p = mmap(nullptr, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return io_error("cannot allocate " + std::to_string(cap) + " bytes to read '" + path + "': " + errno_text());
-  m->data = static_cast<const uint8_t*>(p);
-  m->map_size = cap;  // unmapped by ~MappedFile, also on the errors below
-#if defined(MADV_HUGEPAGE)
-  (void)madvise(p, cap, MADV_HUGEPAGE);  // a hint: failure only costs speed
-#endif
-  uint8_t* dst = static_cast<uint8_t*>(p);
-  size_t done = 0;
-  while (done < m->size) {
-    // At most 1 GiB a call: Linux returns at most ~2 GiB from one read.
-    const ssize_t n = ::pread(fd, dst + done, std::min(m->size - done, size_t(1) << 30), off_t(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return io_error("cannot read '" + path + "': " + errno_text());
-    if (n == 0) return io_error("'" + path + "' shrank while being read (" + std::to_string(done) + " of " + std::to_string(m->size) + " bytes)");
-    done += size_t(n);
-  }
-  if (mprotect(p, cap, PROT_READ) != 0) return io_error("cannot protect the bytes of '" + path + "': " + errno_text());
-  return Status::ok();
-}
-
-}  // namespace
 
 Result<std::shared_ptr<MappedFile>> map_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -68,16 +30,14 @@ Result<std::shared_ptr<MappedFile>> map_file(const std::string& path) {
   }
   auto m = std::make_shared<MappedFile>();
   m->size = static_cast<size_t>(st.st_size);
-  if (m->size >= kReadIntoHugePagesFrom) {
-    Status s = read_into_anonymous(fd, path, m.get());
-    ::close(fd);
-    if (!s) return s;
-    return m;
-  }
   if (m->size > 0) {
     // MAP_POPULATE: loading reads every byte (the data section's CRC), so the pages are
     // mapped in one call instead of a fault each (mapping and reading resnet50's 98 MB:
-    // 17.5 -> 14.5 ms on a VM with slow faults).
+    // 17.5 -> 14.5 ms on a VM with slow faults). Reading large files into anonymous
+    // memory on huge pages instead was tried and reverted: on the Zen 5 guest it halved
+    // a load that followed another (70 -> 33 ms), but fresh anonymous memory there is
+    // often memory the guest had handed back to the host, and bench/compare.sh's loads
+    // became 194-243 ms against 12-13 ms mapped (the page cache stays resident).
     int flags = MAP_PRIVATE;
 #ifdef MAP_POPULATE
     flags |= MAP_POPULATE;
@@ -89,7 +49,6 @@ Result<std::shared_ptr<MappedFile>> map_file(const std::string& path) {
       return io_error("cannot map '" + path + "': " + errno_text());
     }
     m->data = static_cast<const uint8_t*>(p);
-    m->map_size = m->size;
   }
   ::close(fd);
   return m;
