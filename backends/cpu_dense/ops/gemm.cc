@@ -3,7 +3,9 @@
 //
 // With a constant B (weights) and C absent or a constant row/scalar (bias), B' is packed
 // at prepare time with alpha folded in, beta * C becomes the packed column bias, and the
-// run is the SIMD packed GEMM (gemm_packed.h). Otherwise the reference rows below.
+// run is the SIMD packed GEMM (gemm_packed.h); or, for an A of a few rows and B given
+// transposed (a Linear / fc layer at batch 1), dot products with B read in place (see
+// try_pack). Otherwise the reference rows below.
 #include "../broadcast.h"
 #include "../gemm_packed.h"
 #include "../gemm_ref.h"
@@ -27,12 +29,15 @@ class GemmKernel final : public OpKernel {
         trans_a_(node.attr_int("transA", 0) != 0),
         trans_b_(node.attr_int("transB", 0) != 0) {}
 
-  const char* name() const override { return fast_ ? "f32_gemm_6x2v_packed" : OpKernel::name(); }
+  const char* name() const override {
+    if (dots_) return "f32_gemv_8x1v__wrows";
+    return fast_ ? "f32_gemm_6x2v_packed" : OpKernel::name();
+  }
 
   // A following Relu / Clip, clamped in the packed GEMM's epilogue (the reference rows for
   // weights computed at run time decline).
   bool fuse_clamp(float lo, float hi) override {
-    if (!fast_) return false;
+    if (!fast_ && !dots_) return false;
     lo_ = lo;
     hi_ = hi;
     return true;
@@ -55,6 +60,21 @@ class GemmKernel final : public OpKernel {
       const float* cv = static_cast<const float*>(c.data);
       bias.resize(size_t(N));
       for (int64_t j = 0; j < N; ++j) bias[size_t(j)] = cv[cn == 1 ? 0 : j];
+    }
+    // An A of at most kDotMaxA rows known now (batch-1 inference), B given transposed (N x
+    // K: each output's K weights contiguous, as a Linear layer is exported) and alpha 1:
+    // each output is a dot product of an A row with a row of B, B read in place, eight
+    // outputs a tile (gemm_dot_tile). Packing copied B into fresh memory for a product
+    // that reads each weight once either way (resnet50's fc: 8 MB more at prepare and in
+    // the model's peak, mobilenet_v2's 5 MB).
+    const mn_tensor& a = *node.input(0).t;
+    if (trans_b_ && !trans_a_ && alpha_ == 1.0f && a.rank == 2 && a.dims[0] >= 1 && a.dims[0] <= kDotMaxA) {
+      dots_ = true;
+      dot_K_ = K;
+      dot_N_ = N;
+      dot_bias_ = std::move(bias);
+      for (float& v : dot_bias_) v *= beta_;
+      return;
     }
     packed_ = kernels::pack_b(static_cast<const float*>(b.data), K, N, trans_b_ ? 1 : N,
                               trans_b_ ? K : 1, alpha_, bias.empty() ? nullptr : bias.data(),
@@ -92,6 +112,12 @@ class GemmKernel final : public OpKernel {
     od.d[0] = s.M;
     od.d[1] = s.N;
     check_output(out, num_outputs, 0, MN_F32, od);
+    if (dots_) {
+      if (s.K != dot_K_ || s.N != dot_N_) fail("B changed shape after prepare");
+      run_dots(ctx, s, static_cast<const float*>(in[0].data), static_cast<const float*>(in[1].data),
+               static_cast<float*>(out[0].data));
+      return;
+    }
     if (fast_) {
       if (s.K != packed_.K || s.N != packed_.N) fail("B changed shape after packing");
       run_packed_b(ctx.raw(), packed_, s.M, static_cast<const float*>(in[0].data),
@@ -138,9 +164,46 @@ class GemmKernel final : public OpKernel {
   }
 
  private:
+  static constexpr int64_t kDotMaxA = 4;  // more rows: packed (each A row re-reads all of B)
+
+  // Y[i, j] = A[i, :] . B[j, :] + bias[j], clamped: tiles of kDotMaxRows outputs (rows of
+  // B) over the threads, every A row in each (B's tile stays in L1 for the next row).
+  void run_dots(const RunContext& ctx, const GemmShape& s, const float* a, const float* b, float* y) const {
+    const int64_t tiles = (s.N + kernels::kDotMaxRows - 1) / kernels::kDotMaxRows;
+    const float* bias = dot_bias_.empty() ? nullptr : dot_bias_.data();
+    const float lo = lo_, hi = hi_;
+    auto body = [&, a, b, y, bias, lo, hi](size_t t0, size_t t1) {
+      kernels::DotTile dt;
+      dt.K = s.K;
+      dt.a_rs = s.K;
+      dt.ldbt = s.K;
+      dt.ldc = 1;
+      dt.cols = 1;
+      kernels::Epilogue e;
+      e.bias_per_row = true;
+      e.lo = lo;
+      e.hi = hi;
+      for (size_t t = t0; t < t1; ++t) {
+        const int64_t j0 = int64_t(t) * kernels::kDotMaxRows;
+        dt.rows = static_cast<int>(std::min<int64_t>(kernels::kDotMaxRows, s.N - j0));
+        dt.a = b + j0 * s.K;  // the tile's rows of B are its "A" rows
+        e.bias = bias ? bias + j0 : nullptr;
+        for (int64_t i = 0; i < s.M; ++i) {
+          dt.bt = a + i * s.K;
+          dt.c = y + i * s.N + j0;
+          kernels::gemm_dot_tile(dt, e);
+        }
+      }
+    };
+    ctx.parallel_for(size_t(tiles), grain_for(2.0 * double(kernels::kDotMaxRows * s.K * s.M)), std::move(body));
+  }
+
   float alpha_, beta_;
   bool trans_a_, trans_b_;
   bool fast_ = false;
+  bool dots_ = false;  // B read in place by dot tiles (try_pack)
+  int64_t dot_K_ = 0, dot_N_ = 0;
+  std::vector<float> dot_bias_;  // beta * C, or empty
   kernels::PackedB packed_;
   float lo_ = -std::numeric_limits<float>::infinity();
   float hi_ = std::numeric_limits<float>::infinity();
