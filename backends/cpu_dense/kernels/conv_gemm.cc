@@ -246,7 +246,23 @@ ConvPlan plan_conv(const ConvShape& s, int threads) {
   // layers) had every chunk build the same B: built once instead, its k-blocks spread
   // over the workers (conv_gemm_build_b), then read by all chunks. Zen 4, 2 threads,
   // per-node minimums of alternating profiles: see ConvPacked::run.
-  if (p.m_chunks > 1 && images * p.col_blocks == 1 && !s.pointwise()) set_shared_b(s, p);
+  //
+  // With B shared, a row chunk no longer rebuilds it (what plan_time charges each chunk),
+  // so such plans take at least two chunks per worker: the worker that finishes first
+  // takes the other's last one. Two vCPUs of this guest often run at different speeds for
+  // minutes, and one chunk each left the faster idle for up to a fifth of the layer.
+  // Zen 5, 2 threads, per-node minimums / medians of 8 alternating `--profile` runs:
+  // resnet18's 3x3 7x7 layers 0.96-1.03x / 0.94-0.98x the time (its 1x1 stride-2 one,
+  // 65 us, 1.07x / 1.04x; whole model median 0.99x), resnet50's 0.79-0.88x / 0.97-0.99x;
+  // four chunks a worker were slower than two.
+  if (p.m_chunks > 1 && images * p.col_blocks == 1 && !s.pointwise()) {
+    constexpr int64_t kSharedChunksPerWorker = 2;
+    p.panels_per_chunk = std::min(p.panels_per_chunk, std::max<int64_t>(1, (panels + kSharedChunksPerWorker * threads - 1) /
+                                                                               (kSharedChunksPerWorker * threads)));
+    p.m_chunks = (panels + p.panels_per_chunk - 1) / p.panels_per_chunk;
+    p.tasks = images * p.col_blocks * p.m_chunks;
+    set_shared_b(s, p);
+  }
   return p;
 }
 
