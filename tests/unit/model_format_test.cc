@@ -149,7 +149,6 @@ TEST_SUITE("model_format") {
     CHECK(missing.status().message().find("does/not/exist.minnow") != std::string::npos);
   }
 
-
   TEST_CASE("a 10 MB file loads with every weight as built; corruption refused") {
     // 1024 x 2560 floats in w1 alone: 10 MB, mapped and checksummed.
     test::Mlp mlp(11, 1024, 2560, 16, 4);
@@ -180,6 +179,7 @@ TEST_SUITE("model_format") {
     CHECK(corrupt.status().message().find(path) != std::string::npos);
     std::remove(path.c_str());
   }
+
   TEST_CASE("format 1.3 compact layout: deflated description, same model, corruption refused") {
     test::Mlp mlp(3, 16, 8, 6, 3);
     ModelBuilder b = mlp.builder(true);

@@ -30,14 +30,17 @@ class GemmKernel final : public OpKernel {
         trans_b_(node.attr_int("transB", 0) != 0) {}
 
   const char* name() const override {
-    if (dots_) return "f32_gemv_8x1v__wrows";
-    return fast_ ? "f32_gemm_6x2v_packed" : OpKernel::name();
+    switch (mode_) {
+      case Mode::kPacked: return "f32_gemm_6x2v_packed";
+      case Mode::kDots: return "f32_gemv_8x1v__wrows";
+      default: return OpKernel::name();
+    }
   }
 
-  // A following Relu / Clip, clamped in the packed GEMM's epilogue (the reference rows for
+  // A following Relu / Clip, clamped in the packed GEMM's or the dot tiles' epilogue (the reference rows for
   // weights computed at run time decline).
   bool fuse_clamp(float lo, float hi) override {
-    if (!fast_ && !dots_) return false;
+    if (mode_ == Mode::kRef) return false;
     lo_ = lo;
     hi_ = hi;
     return true;
@@ -69,7 +72,7 @@ class GemmKernel final : public OpKernel {
     // the model's peak, mobilenet_v2's 5 MB).
     const mn_tensor& a = *node.input(0).t;
     if (trans_b_ && !trans_a_ && alpha_ == 1.0f && a.rank == 2 && a.dims[0] >= 1 && a.dims[0] <= kDotMaxA) {
-      dots_ = true;
+      mode_ = Mode::kDots;
       dot_K_ = K;
       dot_N_ = N;
       dot_bias_ = std::move(bias);
@@ -79,7 +82,7 @@ class GemmKernel final : public OpKernel {
     packed_ = kernels::pack_b(static_cast<const float*>(b.data), K, N, trans_b_ ? 1 : N,
                               trans_b_ ? K : 1, alpha_, bias.empty() ? nullptr : bias.data(),
                               beta_);
-    fast_ = true;
+    mode_ = Mode::kPacked;
   }
 
   GemmShape shape(const mn_tensor* in) const {
@@ -112,13 +115,13 @@ class GemmKernel final : public OpKernel {
     od.d[0] = s.M;
     od.d[1] = s.N;
     check_output(out, num_outputs, 0, MN_F32, od);
-    if (dots_) {
+    if (mode_ == Mode::kDots) {
       if (s.K != dot_K_ || s.N != dot_N_) fail("B changed shape after prepare");
       run_dots(ctx, s, static_cast<const float*>(in[0].data), static_cast<const float*>(in[1].data),
                static_cast<float*>(out[0].data));
       return;
     }
-    if (fast_) {
+    if (mode_ == Mode::kPacked) {
       if (s.K != packed_.K || s.N != packed_.N) fail("B changed shape after packing");
       run_packed_b(ctx.raw(), packed_, s.M, static_cast<const float*>(in[0].data),
                    trans_a_ ? 1 : s.K, trans_a_ ? s.M : 1, static_cast<float*>(out[0].data), s.N,
@@ -172,7 +175,7 @@ class GemmKernel final : public OpKernel {
     const int64_t tiles = (s.N + kernels::kDotMaxRows - 1) / kernels::kDotMaxRows;
     const float* bias = dot_bias_.empty() ? nullptr : dot_bias_.data();
     const float lo = lo_, hi = hi_;
-    auto body = [&, a, b, y, bias, lo, hi](size_t t0, size_t t1) {
+    auto body = [&](size_t t0, size_t t1) {
       kernels::DotTile dt;
       dt.K = s.K;
       dt.a_rs = s.K;
@@ -200,8 +203,9 @@ class GemmKernel final : public OpKernel {
 
   float alpha_, beta_;
   bool trans_a_, trans_b_;
-  bool fast_ = false;
-  bool dots_ = false;  // B read in place by dot tiles (try_pack)
+  // kRef: B computed at run time (or C not a row); kPacked: B packed at prepare;
+  // kDots: B read in place by dot tiles (try_pack).
+  enum class Mode { kRef, kPacked, kDots } mode_ = Mode::kRef;
   int64_t dot_K_ = 0, dot_N_ = 0;
   std::vector<float> dot_bias_;  // beta * C, or empty
   kernels::PackedB packed_;
