@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <tbb/task_arena.h>
 
+#include "run_team.h"
+
 #include <chrono>
 #include <cstddef>
 #include <cstring>
@@ -49,6 +51,7 @@ struct RunHost {
   uint32_t resizable = 0;
   uint32_t reported = 0;
   int32_t threads = 1;  // of the context this host serves (make_ctx)
+  RunTeam* team = nullptr;  // the run's threads (threads > 1)
   int64_t dims[kMaxResizableOutputs][MN_MAX_RANK];
   void begin(NodeView& view, uint32_t may_resize) {
     outputs = view.outputs().data();
@@ -93,6 +96,7 @@ struct Session::Impl {
   std::vector<std::shared_ptr<PreparedKernel>> kernels;  // per node
   std::vector<std::string> backend_names;                // per node
   std::unique_ptr<tbb::task_arena> arena;
+  RunTeam team;
 
   // Inputs and outputs live outside the arena so views of them stay valid.
   std::vector<Tensor> inputs;   // per graph input
@@ -126,6 +130,7 @@ struct Session::Impl {
 };
 
 namespace {
+bool use_tbb_pf() { static const bool v = getenv("MINNOW_TBB_PF") != nullptr; return v; }
 void parallel_for_on_arena(void* host, size_t n, size_t grain, mn_range_fn fn, void* user) {
   // One thread, or no more work than one chunk: the caller runs it. Any range is a valid
   // chunk (oneTBB's partitioner hands out ranges larger than the grain too), and a
@@ -133,6 +138,11 @@ void parallel_for_on_arena(void* host, size_t n, size_t grain, mn_range_fn fn, v
   if (n == 0) return;
   if (n <= std::max<size_t>(grain, 1) || static_cast<const RunHost*>(host)->threads <= 1) {
     fn(user, 0, n);
+    return;
+  }
+  RunTeam* team = static_cast<const RunHost*>(host)->team;
+  if (team && !use_tbb_pf()) {
+    team->parallel_for(n, grain, fn, user);
     return;
   }
   // Called from inside arena->execute, so the work runs on this session's threads.
@@ -697,6 +707,7 @@ Status Session::Impl::run() {
   const bool prof = options.profile;
   auto run_steps = [&] {
     mn_run_ctx ctx = make_ctx(&run_host, options.threads, scratch_mem.get(), stats.scratch_bytes);
+    run_host.team = options.threads > 1 ? &team : nullptr;
     for (size_t s = 0; s < steps.size(); ++s) {
       Step& step = steps[s];
       auto t0 = prof ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
@@ -718,6 +729,8 @@ Status Session::Impl::run() {
   // (~0.1-0.2 us a run, most of a batch-1 fc layer's).
   if (options.threads <= 1)
     run_steps();
+  else if (!use_tbb_pf())
+    team.run(*arena, options.threads, run_steps);
   else
     arena->execute(run_steps);
   MINNOW_RETURN_IF_ERROR(result);

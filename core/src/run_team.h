@@ -1,0 +1,73 @@
+// The threads of one Session::run as a team that stays awake between parallel_for calls.
+//
+// A model runs dozens of parallel_for calls back to back (two or three per convolution),
+// each a few to a few hundred microseconds long. Through tbb::parallel_for every call
+// spawned tasks that the other threads had to notice and steal; on a 2-vCPU guest that
+// cost ~3 us a call, and in about one call in ten the caller had finished every chunk
+// before a worker came, so the layer ran on one thread. Here the run enters the session's
+// oneTBB arena once, puts one long task on each of its other threads, and those threads
+// spin (then yield) on a job counter until the run ends.
+//
+// Each call's range is split up front into one contiguous part per thread, in thread
+// order, so that thread t takes the same part of every layer (the rows it wrote in one
+// layer are the rows it reads in the next, from its own cache); a thread that finishes
+// its part takes chunks from the back of the others' parts. A thread that never arrived
+// (the arena was busy elsewhere) leaves its part to the others: no call waits for a thread
+// to start.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <functional>
+
+#include <tbb/task_arena.h>
+
+#include "minnow/plugin.h"
+
+
+namespace minnow {
+
+class RunTeam {
+ public:
+  static constexpr int kMaxThreads = 64;
+  // Runs body on the calling thread inside `arena` with threads - 1 helpers of the arena's
+  // spinning; parallel_for calls made by body (on the calling thread) use them.
+  void run(tbb::task_arena& arena, int threads, const std::function<void()>& body);
+  // From the thread that called run, inside body: fn over [0, n) in chunks of at least
+  // `grain` (except the last of each part), returning once every chunk is done. Called
+  // from inside a chunk (a nested call), it runs the whole range on the calling thread.
+  void parallel_for(size_t n, size_t grain, mn_range_fn fn, void* user);
+
+ private:
+  struct alignas(64) Part {
+    // gen (32 bits) | begin (16) | end (16), in units of `unit_` items: a claim is a CAS
+    // that must see this job's gen, so a helper late by a job can take nothing from the
+    // next one's parts with the last one's function.
+    std::atomic<uint64_t> word{0};
+    std::atomic<uint64_t> done{0};  // units this thread finished, over all jobs of the run
+  };
+  void helper();
+  void work(uint32_t gen, int self);
+  bool claim_front(Part& p, uint32_t gen, uint32_t* unit);
+  bool claim_back(Part& p, uint32_t gen, uint32_t* unit);
+  void run_unit(uint32_t unit);
+
+  int threads_ = 1;
+  std::atomic<uint32_t> gen_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<int> joined_{0};
+  uint32_t first_gen_ = 0;  // gen_ when the run began: a helper works on any later one
+  // The job: written by the caller before it publishes gen_.
+  mn_range_fn fn_ = nullptr;
+  void* user_ = nullptr;
+  size_t n_ = 0, unit_ = 1;
+  uint64_t expected_ = 0;
+  std::mutex error_mutex_;
+  std::exception_ptr error_;  // the first exception a unit of the current job threw  // sum of every Part::done once this job is finished
+  Part parts_[kMaxThreads];
+};
+
+}  // namespace minnow

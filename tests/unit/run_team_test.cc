@@ -1,0 +1,159 @@
+// RunTeam (core/src/run_team.h): every index of every call run exactly once, whatever the
+// thread count, grain and range; nested calls and calls from other threads run inline; a
+// run whose helper threads never arrive still finishes every call.
+#include <doctest/doctest.h>
+
+#include <tbb/task_arena.h>
+
+#include <atomic>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "run_team.h"
+
+namespace {
+
+struct Counts {
+  std::vector<std::atomic<int>> hits;
+  std::atomic<int> bad_chunks{0};
+  size_t grain = 1;
+  explicit Counts(size_t n) : hits(n) {}
+};
+
+void count_range(void* user, size_t b, size_t e) {
+  auto* c = static_cast<Counts*>(user);
+  if (b >= e || e > c->hits.size()) c->bad_chunks.fetch_add(1);
+  for (size_t i = b; i < e && i < c->hits.size(); ++i) c->hits[i].fetch_add(1, std::memory_order_relaxed);
+}
+
+void check_once(const Counts& c, size_t n, const std::string& what) {
+  CHECK_MESSAGE(c.bad_chunks.load() == 0, what << ", n " << n);
+  int wrong = 0;
+  for (size_t i = 0; i < n; ++i) wrong += c.hits[i].load() != 1;
+  CHECK_MESSAGE(wrong == 0, what << ", n " << n << ": " << wrong << " indices not run exactly once");
+}
+
+}  // namespace
+
+TEST_SUITE("run_team") {
+  TEST_CASE("every index once, for many ranges, grains and thread counts, call after call") {
+    for (int threads : {1, 2, 3, 4}) {
+      tbb::task_arena arena(threads);
+      minnow::RunTeam team;
+      team.run(arena, threads, [&] {
+        // Many calls back to back in one run: the helpers go from job to job.
+        for (size_t n : {size_t(1), size_t(2), size_t(3), size_t(7), size_t(8), size_t(17), size_t(64), size_t(1000),
+                         size_t(65535), size_t(100003)})
+          for (size_t grain : {size_t(1), size_t(3), size_t(16), size_t(5000)}) {
+            Counts c(n);
+            team.parallel_for(n, grain, count_range, &c);
+            check_once(c, n, "threads " + std::to_string(threads) + ", grain " + std::to_string(grain));
+          }
+      });
+    }
+  }
+
+  TEST_CASE("a nested call runs its whole range inline, inside the chunk that made it") {
+    tbb::task_arena arena(2);
+    minnow::RunTeam team;
+    constexpr size_t kOuter = 16, kInner = 33;
+    struct Nest {
+      minnow::RunTeam* team;
+      std::vector<std::atomic<int>> hits = std::vector<std::atomic<int>>(kOuter * kInner);
+      std::atomic<int> wrong_thread{0};
+    } nest{&team};
+    team.run(arena, 2, [&] {
+      nest.team->parallel_for(kOuter, 1, [](void* u, size_t b, size_t e) {
+        auto* s = static_cast<Nest*>(u);
+        for (size_t o = b; o < e; ++o) {
+          const std::thread::id me = std::this_thread::get_id();
+          struct Inner {
+            Nest* s;
+            size_t o;
+            std::thread::id me;
+          } in{s, o, me};
+          s->team->parallel_for(kInner, 1, [](void* u2, size_t b2, size_t e2) {
+            auto* i = static_cast<Inner*>(u2);
+            if (std::this_thread::get_id() != i->me) i->s->wrong_thread.fetch_add(1);
+            for (size_t k = b2; k < e2; ++k) i->s->hits[i->o * kInner + k].fetch_add(1);
+          }, &in);
+        }
+      }, &nest);
+    });
+    CHECK(nest.wrong_thread.load() == 0);
+    for (size_t i = 0; i < kOuter * kInner; ++i) CHECK(nest.hits[i].load() == 1);
+  }
+
+  TEST_CASE("helpers that never arrive: the caller runs every part itself") {
+    // An arena of one thread: the helper tasks can only start once the body is over, so
+    // each call's parts are all taken by the caller.
+    tbb::task_arena arena(1);
+    minnow::RunTeam team;
+    std::thread::id caller;
+    std::atomic<int> elsewhere{0};
+    struct Where {
+      std::thread::id* caller;
+      std::atomic<int>* elsewhere;
+      Counts* c;
+    };
+    team.run(arena, 4, [&] {
+      caller = std::this_thread::get_id();
+      for (int call = 0; call < 50; ++call) {
+        Counts c(257);
+        Where w{&caller, &elsewhere, &c};
+        team.parallel_for(257, 1, [](void* u, size_t b, size_t e) {
+          auto* w = static_cast<Where*>(u);
+          if (std::this_thread::get_id() != *w->caller) w->elsewhere->fetch_add(1);
+          count_range(w->c, b, e);
+        }, &w);
+        check_once(c, 257, "no helpers");
+      }
+    });
+    CHECK(elsewhere.load() == 0);
+  }
+
+  TEST_CASE("a call from a thread outside the run runs inline") {
+    tbb::task_arena arena(2);
+    minnow::RunTeam team;
+    Counts c(100);
+    team.parallel_for(100, 1, count_range, &c);  // no run at all
+    check_once(c, 100, "outside any run");
+    Counts d(100);
+    team.run(arena, 2, [&] {
+      std::thread other([&] { team.parallel_for(100, 7, count_range, &d); });
+      other.join();
+    });
+    check_once(d, 100, "from another thread");
+  }
+
+  TEST_CASE("an exception thrown by a chunk on any thread reaches the caller; later calls still work") {
+    tbb::task_arena arena(2);
+    minnow::RunTeam team;
+    for (int r = 0; r < 20; ++r) {
+      team.run(arena, 2, [&] {
+        CHECK_THROWS_AS(team.parallel_for(64, 1, [](void*, size_t, size_t e) {
+          if (e == 64) throw std::runtime_error("chunk failed");
+        }, nullptr), std::runtime_error);
+        Counts c(64);
+        team.parallel_for(64, 1, count_range, &c);
+        check_once(c, 64, "after a failed call");
+      });
+    }
+  }
+
+  TEST_CASE("runs back to back and an exception from the body leave the team usable") {
+    tbb::task_arena arena(2);
+    minnow::RunTeam team;
+    for (int r = 0; r < 200; ++r) {
+      Counts c(31);
+      team.run(arena, 2, [&] { team.parallel_for(31, 1, count_range, &c); });
+      check_once(c, 31, "run after run");
+    }
+    CHECK_THROWS_AS(team.run(arena, 2, [&] { throw std::runtime_error("body failed"); }), std::runtime_error);
+    Counts c(99);
+    team.run(arena, 2, [&] { team.parallel_for(99, 2, count_range, &c); });
+    check_once(c, 99, "after an exception");
+  }
+}
