@@ -20,8 +20,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
-#include <mutex>
 #include <functional>
+#include <mutex>
 
 #include <tbb/task_arena.h>
 
@@ -64,9 +64,9 @@ class RunTeam {
   mn_range_fn fn_ = nullptr;
   void* user_ = nullptr;
   size_t n_ = 0, unit_ = 1;
-  uint64_t expected_ = 0;
+  uint64_t expected_ = 0;  // sum of every Part::done once this job is finished
   std::mutex error_mutex_;
-  std::exception_ptr error_;  // the first exception a unit of the current job threw  // sum of every Part::done once this job is finished
+  std::exception_ptr error_;  // the first exception a unit of the current job threw
   Part parts_[kMaxThreads];
 };
 

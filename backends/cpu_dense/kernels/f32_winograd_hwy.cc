@@ -141,9 +141,11 @@ void OutputImpl(const WinogradXform& x, const float* Mb, const float* bias, floa
     // ends at the map's edge. Aligned to the block, the groups straddled tile rows on every
     // map whose rows are not a multiple of L tiles (7 tiles on 13x13 and 14x14, 14 on
     // 27x27, 28 on 55x55: squeezenet1_1 spent 10 % of its time here). A group reads
-    // M's lanes from its first tile: up to L - 1 past the block's last one, inside the
-    // M row's nt lanes or the 16 floats winograd_stride leaves after each matrix, and
-    // those lanes are never stored.
+    // M's lanes from its first tile: up to L - 1 past the block's last one, and those
+    // lanes are never stored. With one block they are inside the M row's nt lanes
+    // (plan_winograd leaves room: the workers share that M by rows); with several, each
+    // worker's own M, they may be the next row's first lanes or the 16 floats
+    // winograd_stride leaves after each matrix.
     for (int64_t t = x.t0; t < t_end;) {
       const int64_t th = t / TW, tw0 = t % TW, run = std::min(t_end - t, TW - tw0);
       const int64_t oh = 2 * th;

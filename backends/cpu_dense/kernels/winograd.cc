@@ -82,6 +82,7 @@ constexpr int64_t kMaxKC = 256;  // as the im2col GEMM: a 6 x KC panel of U stay
 constexpr int64_t kBlockBytes = 256 * 1024;
 constexpr int64_t kMaxBlockPanels = 16;
 constexpr int64_t kInputSlackFloats = 16;  // >= the input transform's vector width (8) - 2
+constexpr int64_t kOutputGroupLanes = 8;   // the output transform's widest load (OutputImpl)
 // Tiles in the last panel (1..NR) of a block of `count` tiles.
 int64_t last_panel_tiles(int64_t count, int64_t nr) { return count - (count - 1) / nr * nr; }
 }  // namespace
@@ -105,6 +106,13 @@ WinogradPlan plan_winograd(const ConvShape& s) {
   // time at 1 thread, 0.92-0.93x at 2, resnet50's 0.90-0.96x / 0.91-0.98x, squeezenet1_1's
   // 13x13 layers 0.89-0.93x at 2 threads, unchanged at 1.
   if (p.tiles <= 2 * nr) p.nt = (p.tiles + nr - 1) / nr * nr;
+  // One block: its M is shared by the workers by output channels (ConvPacked::run_winograd),
+  // so leave room after the last tile for the output transform's widest group, which
+  // loads kOutputGroupLanes lanes from a group's first tile: reading the end of the last
+  // row of one worker's channels must not touch the first row of the next worker's, which
+  // it may be writing at that moment (ThreadSanitizer, executor_test: the extra lanes
+  // were discarded, but the read raced). With several blocks each worker has its own M.
+  if (p.tiles <= p.nt && p.tiles + kOutputGroupLanes - 1 > p.nt) p.nt += nr;
   p.blocks = (p.tiles + p.nt - 1) / p.nt;
   const int64_t kchunks = (s.C + kMaxKC - 1) / kMaxKC;
   p.kc = (s.C + kchunks - 1) / kchunks;
