@@ -124,6 +124,25 @@ double plan_time(const ConvShape& s, int64_t nc, int64_t panels_per_chunk, int t
   return *std::max_element(load, load + w);
 }
 
+// 1x1 convs (stride 1 or more) on small maps (2 NR < P <= 8 NR: 14x14 with 32-wide
+// panels) with a large W (kRowsShareBMinWBytes or more) that copy B (more than 96 output
+// channels): on several threads one column block in row chunks that share one B, instead
+// of plan_time's pick, column blocks of 3-4 panels that each stream all of W (its 1 MB
+// weights from memory twice at 2 threads). Zen 5 (AVX-512), 2 threads, resnet50, per-node
+// medians of alternating `--profile` runs: 1x1 256 -> 1024 at 14x14 0.39-0.44 -> 0.32-0.35
+// ms, 1024 -> 256 0.38-0.44 -> 0.36-0.39, the stride-2 512 -> 1024 0.74-0.77 -> 0.62-0.63;
+// whole model (bench/ab.sh, 9 alternating rounds) 0.982-0.985x the time. Not for small W
+// (mobilenet_v2's 64 -> 384 and 96 -> 576 at 14x14: the model 1.055x, B rebuilt per
+// column is cheap there), nor 7x7 maps (1x1 2048 -> 512: 1.07x; plan_time already
+// splits those in row chunks, each copying its own small B), nor the 3x3 stride-2 layer
+// at 14x14 (1.07x).
+constexpr int64_t kRowsShareBMinWBytes = 512 * 1024;
+bool rows_share_b(const ConvShape& s) {
+  const int64_t nr = gemm_nr();
+  return s.taps() == 1 && s.N * s.group == 1 && s.P() > 2 * nr && s.P() <= kPanelsPerBlock * nr &&
+         s.Mg() > 96 && s.Mg() * s.K() * int64_t(sizeof(float)) >= kRowsShareBMinWBytes;
+}
+
 constexpr int64_t kHalfTailMaxPanels = 16;  // plan_conv: half-panel tails on maps this small
 
 // The shared B of a plan whose one column block holds all P pixels: k-blocks of kc rows
@@ -213,6 +232,10 @@ ConvPlan plan_conv(const ConvShape& s, int threads) {
         }
       }
   }
+  if (threads > 1 && rows_share_b(s)) {  // one column block; the chunks are set below
+    ppb = kPanelsPerBlock;
+    ppc = (panels + threads - 1) / threads;
+  }
   p.nc = nr * ppb;
   p.col_blocks = (P + p.nc - 1) / p.nc;
   p.panels_per_chunk = ppc;
@@ -255,7 +278,7 @@ ConvPlan plan_conv(const ConvShape& s, int threads) {
   // resnet18's 3x3 7x7 layers 0.96-1.03x / 0.94-0.98x the time (its 1x1 stride-2 one,
   // 65 us, 1.07x / 1.04x; whole model median 0.99x), resnet50's 0.79-0.88x / 0.97-0.99x;
   // four chunks a worker were slower than two.
-  if (p.m_chunks > 1 && images * p.col_blocks == 1 && !s.pointwise()) {
+  if (p.m_chunks > 1 && images * p.col_blocks == 1 && (!s.pointwise() || rows_share_b(s))) {
     constexpr int64_t kSharedChunksPerWorker = 2;
     p.panels_per_chunk = std::min(p.panels_per_chunk, std::max<int64_t>(1, (panels + kSharedChunksPerWorker * threads - 1) /
                                                                                (kSharedChunksPerWorker * threads)));
@@ -272,7 +295,7 @@ int64_t conv_shared_b_floats(const ConvShape& s) {
   // a B to build and more than one row panel. Its size depends on kc and dot_cols alone,
   // which no thread count changes: the one-thread plan's.
   const int64_t nr = gemm_nr();
-  if (s.N * s.group != 1 || s.pointwise() || s.P() > kPanelsPerBlock * nr || s.Mg() <= kGemmMR)
+  if (s.N * s.group != 1 || (s.pointwise() && !rows_share_b(s)) || s.P() > kPanelsPerBlock * nr || s.Mg() <= kGemmMR)
     return 0;
   ConvPlan p = plan_conv(s, 1);
   set_shared_b(s, p);

@@ -376,6 +376,15 @@ TEST_CASE("GEMM convolution matches the reference") {
   for (const ConvCase& c : cases)
     for (int threads : {1, 2, 8})
       for (bool clamp : {false, true}) check_conv(rng, c, false, clamp, threads);
+  // 1x1 convs with a W of 512 KB or more over 2-8 panels of pixels (14x14 at NR 32, 7x8
+  // at NR 8 and 16), stride 1 and 2: on several threads one column block in row chunks
+  // that share B (rows_share_b), with dot tails. Large, so on 2 threads only.
+  const ConvCase large_w[] = {
+      {1, 1200, 110, 1, {1, 14, 14}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      {1, 1200, 110, 1, {1, 7, 8}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      {1, 1200, 110, 1, {1, 27, 27}, {1, 1, 1}, {1, 2, 2}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+  };
+  for (const ConvCase& c : large_w) check_conv(rng, c, false, true, 2);
   CHECK(shared_b_cases > 0);  // small maps on several threads share B (3x3 at 7x7, 5x5, ...)
 }
 
@@ -485,6 +494,26 @@ TEST_CASE("plan_conv splits K for pointwise convs whose X rows share few L1 sets
   CHECK(plan_conv(s, 1).kc == 32);
   s.in[1] = s.out[1] = s.in[2] = s.out[2] = 55;  // rows start mid-line: spread
   CHECK(plan_conv(s, 1).kc == 32);
+}
+
+TEST_CASE("plan_conv shares B between row chunks for 1x1 convs with a large W on small maps") {
+  const int64_t nr = gemm_nr();
+  // 2 NR < P <= 8 NR at every NR (NR 32, 16, 8: 196, 100, 49 pixels)
+  const int64_t side = nr == 32 ? 14 : nr == 16 ? 10 : 7;
+  for (int64_t stride : {1, 2}) {
+    const int64_t in = stride == 1 ? side : 2 * side - 1;
+    ConvShape s = shape_of({1, 1024, 256, 1, {1, in, in}, {1, 1, 1}, {1, stride, stride}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}});
+    REQUIRE(s.P() == side * side);
+    const ConvPlan two = plan_conv(s, 2);
+    CHECK(two.col_blocks == 1);
+    CHECK(two.m_chunks >= 4);  // two chunks a worker
+    CHECK(two.shared_b_floats > 0);
+    CHECK(conv_shared_b_floats(s) >= two.shared_b_floats);
+    CHECK(plan_conv(s, 1).shared_b_floats == 0);
+    // a small W (64 -> 384: 96 KB) keeps the split search's plan, without a shared B
+    s = shape_of({1, 64, 384, 1, {1, side, side}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}});
+    CHECK(plan_conv(s, 2).shared_b_floats == 0);
+  }
 }
 
 TEST_CASE("plan_conv gives tails a little over half a panel to a half tile and dots") {
