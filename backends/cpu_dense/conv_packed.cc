@@ -168,8 +168,8 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s, int threads) const
       const int64_t inputs = threads > 0 ? std::min<int64_t>(threads, winograd_private_inputs(p)) : winograd_private_inputs(p);
       return bytes(p.m_floats + inputs * (p.pad_floats + p.in_floats));
     }
-    const int64_t slots = threads > 0 ? scratch_slots(p.blocks, threads) : std::min<int64_t>(p.blocks, kernels::kConvMaxSlots);
-    return bytes(p.pad_floats + slots * p.slot_floats);
+    if (threads > 0) return bytes(p.pad_floats + SlotLayout::floats_for(threads, scratch_slots(p.blocks, threads), p.slot_floats));
+    return bytes(p.pad_floats + std::min<int64_t>(p.blocks, kernels::kConvMaxSlots) * p.slot_floats);
   }
   if (depthwise_ && use_dw_block(s))
     return run_in_slots_bytes(threads, s.N * s.M / kernels::dwconv_block_lanes(), kernels::dwconv_block_slot_floats(s));
@@ -184,7 +184,8 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s, int threads) const
     const kernels::ConvPlan p = kernels::plan_conv(s, threads);
     int64_t slots = run_slots(threads, p.tasks, p.slot_floats);
     if (p.shared_b_floats > 0) slots = std::max(slots, run_slots(threads, p.k_blocks, p.slot_floats));
-    return bytes(slots * p.slot_floats + (p.shared_b_floats > 0 ? p.shared_b_floats + kSharedAlignFloats : 0));
+    return bytes(SlotLayout::floats_for(threads, slots, p.slot_floats) +
+                 (p.shared_b_floats > 0 ? p.shared_b_floats + kSharedAlignFloats : 0));
   }
   // The widest column block (one thread's plan) and the most tasks any thread count
   // gives: every column panel and row panel its own task.
@@ -207,6 +208,7 @@ void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const f
     const float lo = lo_, hi = hi_;
     const kernels::ConvPlan p = plan(s, threads);
     float* shared = nullptr;
+    int64_t slot_floats_avail = 0;  // 0: the slots may take all the scratch
     if (p.shared_b_floats > 0) {
       // B built once, its k-blocks over the workers, at the end of the scratch (the slots
       // are at its start), then every row chunk reads it; without room for both, each
@@ -216,14 +218,16 @@ void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const f
       const int64_t slots = std::max(run_slots(threads, p.k_blocks, p.slot_floats), run_slots(threads, p.tasks, p.slot_floats));
       if (at >= slots * p.slot_floats) {
         shared = static_cast<float*>(ctx.scratch()) + at;
-        run_in_slots(ctx, p.k_blocks, p.slot_floats, "conv", [&](int64_t kb, float* slot) {
-          kernels::conv_gemm_build_b(s, gemm_, p, kb, x, shared, slot);
-        });
+        slot_floats_avail = at;
+        run_in_slots(
+            ctx, p.k_blocks, p.slot_floats, "conv",
+            [&](int64_t kb, float* slot) { kernels::conv_gemm_build_b(s, gemm_, p, kb, x, shared, slot); }, at);
       }
     }
-    run_in_slots(ctx, p.tasks, p.slot_floats, "conv", [&](int64_t t, float* slot) {
-      kernels::conv_gemm_task(s, gemm_, w_rows, p, t, x, y, slot, lo, hi, addend, shared);
-    });
+    run_in_slots(
+        ctx, p.tasks, p.slot_floats, "conv",
+        [&](int64_t t, float* slot) { kernels::conv_gemm_task(s, gemm_, w_rows, p, t, x, y, slot, lo, hi, addend, shared); },
+        slot_floats_avail);
     return;
   }
   if (addend && addend == y) throw PluginError("depthwise conv: the addend shares the output's memory");
@@ -349,9 +353,10 @@ void ConvPacked::run_winograd(const RunContext& ctx, const kernels::ConvShape& s
       kernels::winograd_pad_input_rows(s, p, xn, kernels::winograd_block_pad_row(p, b0),
                                        kernels::winograd_block_pad_row(p, b1), xp);
     });
+    const SlotLayout layout(threads, slots, p.slot_floats, int64_t(ctx.scratch_size() / sizeof(float)) - p.pad_floats);
     ctx.parallel_for(size_t(slots), 1, [&](size_t s0, size_t s1) {
       for (size_t sl = s0; sl < s1; ++sl) {
-        float* slot = slot0 + int64_t(sl) * p.slot_floats;
+        float* slot = layout.at(slot0, int64_t(sl));
         const int64_t b0 = p.blocks * int64_t(sl) / slots, b1 = p.blocks * int64_t(sl + 1) / slots;
         for (int64_t b = b0; b < b1; ++b) kernels::winograd_block(s, winograd_, p, b, xp, yn, slot, lo, hi, rn);
       }
