@@ -51,13 +51,15 @@ class SlotLayout {
     share_ = floats / threads_ / kLineFloats * kLineFloats;
     by_thread_ = threads_ > 1 && slots > 1 && (slots + threads_ - 1) / threads_ * slot_floats <= share_;
   }
-  float* at(float* base, int64_t sl) const {
-    if (!by_thread_) return base + sl * slot_floats_;
+  // Slot sl's first float, counted from the scratch's start.
+  int64_t offset(int64_t sl) const {
+    if (!by_thread_) return sl * slot_floats_;
     int64_t t = sl * threads_ / slots_;  // the part holding sl: first(t) <= sl < first(t + 1)
     while (t + 1 < threads_ && first(t + 1) <= sl) ++t;
     while (first(t) > sl) --t;
-    return base + t * share_ + (sl - first(t)) * slot_floats_;
+    return t * share_ + (sl - first(t)) * slot_floats_;
   }
+  float* at(float* base, int64_t sl) const { return base + offset(sl); }
   // The floats `slots` slots need for the per-thread layout on `threads` threads.
   static int64_t floats_for(int threads, int64_t slots, int64_t slot_floats) {
     const int64_t T = std::max(threads, 1);

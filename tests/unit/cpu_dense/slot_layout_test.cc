@@ -21,12 +21,11 @@ int64_t part_of(int64_t sl, int64_t slots, int threads) {
 
 void check_layout(int threads, int64_t slots, int64_t slot_floats, int64_t floats) {
   const SlotLayout layout(threads, slots, slot_floats, floats);
-  float* base = nullptr;
   std::vector<int64_t> owner(size_t(floats), -1);
   bool by_thread = true;
   const int64_t share = floats / threads / 16 * 16;
   for (int64_t sl = 0; sl < slots; ++sl) {
-    const int64_t at = layout.at(base, sl) - base;
+    const int64_t at = layout.offset(sl);
     REQUIRE_MESSAGE(at >= 0, "slot " << sl);
     REQUIRE_MESSAGE(at + slot_floats <= floats, threads << " threads, " << slots << " slots of " << slot_floats
                                                         << " in " << floats << ": slot " << sl << " at " << at);
