@@ -208,17 +208,17 @@ void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const f
     const float lo = lo_, hi = hi_;
     const kernels::ConvPlan p = plan(s, threads);
     float* shared = nullptr;
-    int64_t slot_floats_avail = 0;  // 0: the slots may take all the scratch
+    int64_t slots_floats = int64_t(ctx.scratch_size() / sizeof(float));  // what the slots may take
     if (p.shared_b_floats > 0) {
       // B built once, its k-blocks over the workers, at the end of the scratch (the slots
       // are at its start), then every row chunk reads it; without room for both, each
       // chunk builds its own.
-      const int64_t total = int64_t(ctx.scratch_size() / sizeof(float));
+      const int64_t total = slots_floats;
       const int64_t at = (total - p.shared_b_floats) / kSharedAlignFloats * kSharedAlignFloats;
       const int64_t slots = std::max(run_slots(threads, p.k_blocks, p.slot_floats), run_slots(threads, p.tasks, p.slot_floats));
       if (at >= slots * p.slot_floats) {
         shared = static_cast<float*>(ctx.scratch()) + at;
-        slot_floats_avail = at;
+        slots_floats = at;
         run_in_slots(
             ctx, p.k_blocks, p.slot_floats, "conv",
             [&](int64_t kb, float* slot) { kernels::conv_gemm_build_b(s, gemm_, p, kb, x, shared, slot); }, at);
@@ -227,7 +227,7 @@ void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const f
     run_in_slots(
         ctx, p.tasks, p.slot_floats, "conv",
         [&](int64_t t, float* slot) { kernels::conv_gemm_task(s, gemm_, w_rows, p, t, x, y, slot, lo, hi, addend, shared); },
-        slot_floats_avail);
+        slots_floats);
     return;
   }
   if (addend && addend == y) throw PluginError("depthwise conv: the addend shares the output's memory");

@@ -54,9 +54,8 @@ class SlotLayout {
   // Slot sl's first float, counted from the scratch's start.
   int64_t offset(int64_t sl) const {
     if (!by_thread_) return sl * slot_floats_;
-    int64_t t = sl * threads_ / slots_;  // the part holding sl: first(t) <= sl < first(t + 1)
-    while (t + 1 < threads_ && first(t + 1) <= sl) ++t;
-    while (first(t) > sl) --t;
+    // The part holding sl, the last t with first(t) = floor(slots t / T) <= sl.
+    const int64_t t = ((sl + 1) * threads_ - 1) / slots_;
     return t * share_ + (sl - first(t)) * slot_floats_;
   }
   float* at(float* base, int64_t sl) const { return base + offset(sl); }
@@ -79,12 +78,11 @@ inline size_t run_in_slots_bytes(int threads, int64_t count, int64_t slot_floats
   if (threads > 0) return size_t(SlotLayout::floats_for(threads, run_slots(threads, count, slot_floats), slot_floats)) * sizeof(float);
   return size_t(max_scratch_slots(count, slot_floats) * slot_floats) * sizeof(float);
 }
-// `floats`: the scratch floats the slots may take from its start (0: all of it).
+// `floats`: the scratch floats the slots may take from its start.
 template <class F>
 void run_in_slots(const RunContext& ctx, int64_t count, int64_t slot_floats, const char* what, F fn,
-                  int64_t floats = 0) {
+                  int64_t floats) {
   const int64_t slots = run_slots(ctx.num_threads(), count, slot_floats);
-  if (floats == 0) floats = int64_t(ctx.scratch_size() / sizeof(float));
   if (floats < slots * slot_floats) throw PluginError(std::string(what) + ": scratch too small");
   float* scratch = static_cast<float*>(ctx.scratch());
   const SlotLayout layout(ctx.num_threads(), slots, slot_floats, floats);
@@ -95,6 +93,11 @@ void run_in_slots(const RunContext& ctx, int64_t count, int64_t slot_floats, con
       for (int64_t i = i0; i < i1; ++i) fn(i, slot);
     }
   });
+}
+// The slots may take all the scratch.
+template <class F>
+void run_in_slots(const RunContext& ctx, int64_t count, int64_t slot_floats, const char* what, F fn) {
+  run_in_slots(ctx, count, slot_floats, what, fn, int64_t(ctx.scratch_size() / sizeof(float)));
 }
 
 // The kernels' geometry from resolved axes (Conv, and MaxPool with M == group == C).

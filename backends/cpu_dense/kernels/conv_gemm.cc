@@ -47,6 +47,10 @@ inline void prefetch_tile_rows(const float* a, int64_t ld, int rows, int cols, b
   }
 }
 
+// Pointwise convs with at most this many output channels read their B panels from X in
+// place (gemm_task's measurements); more copy them.
+constexpr int64_t kInPlaceBMaxRows = 96;
+
 // Whether kc rows of X, P floats apart, spread over enough sets of a 32 KB 8-way L1 (64
 // sets) that a 16-float strip of them stays there: at most 4 of its lines a set. Rows
 // that start mid-line spread over all sets; rows 64 * 2^j bytes apart share 64 / 2^j.
@@ -140,7 +144,7 @@ constexpr int64_t kRowsShareBMinWBytes = 512 * 1024;
 bool rows_share_b(const ConvShape& s) {
   const int64_t nr = gemm_nr();
   return s.taps() == 1 && s.N * s.group == 1 && s.P() > 2 * nr && s.P() <= kPanelsPerBlock * nr &&
-         s.Mg() > 96 && s.Mg() * s.K() * int64_t(sizeof(float)) >= kRowsShareBMinWBytes;
+         s.Mg() > kInPlaceBMaxRows && s.Mg() * s.K() * int64_t(sizeof(float)) >= kRowsShareBMinWBytes;
 }
 
 constexpr int64_t kHalfTailMaxPanels = 16;  // plan_conv: half-panel tails on maps this small
@@ -219,7 +223,10 @@ ConvPlan plan_conv(const ConvShape& s, int threads) {
          images * ((col_panels + 2 * ppb - 1) / (2 * ppb)) >= 8 * int64_t(threads))
     ppb *= 2;
   const int64_t blocks = (col_panels + ppb - 1) / ppb;
-  if (threads > 1 && images * blocks < 8 * int64_t(threads)) {
+  if (threads > 1 && rows_share_b(s)) {  // one column block; the chunks are set below
+    ppb = kPanelsPerBlock;
+    ppc = (panels + threads - 1) / threads;
+  } else if (threads > 1 && images * blocks < 8 * int64_t(threads)) {
     double best = plan_time(s, kPanelsPerBlock * nr, panels, threads);
     for (int64_t b : {kPanelsPerBlock, int64_t(6), int64_t(4), int64_t(3), int64_t(2)})
       for (int64_t m = 1; m <= std::min<int64_t>(panels, 2 * int64_t(threads)); ++m) {
@@ -231,10 +238,6 @@ ConvPlan plan_conv(const ConvShape& s, int threads) {
           ppc = c;
         }
       }
-  }
-  if (threads > 1 && rows_share_b(s)) {  // one column block; the chunks are set below
-    ppb = kPanelsPerBlock;
-    ppc = (panels + threads - 1) / threads;
   }
   p.nc = nr * ppb;
   p.col_blocks = (P + p.nc - 1) / p.nc;
@@ -380,7 +383,7 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
     // (AVX-512) 96 rows in place too (the Xeon's limit was 64): mobilenet_v2's 576 -> 96
     // and 384 -> 96 at 14x14, per-node minimums of 6 alternating `--profile` runs of two
     // builds, 0.92-0.97x at 1 thread in both orders, 0.98-0.99x at 2.
-    const bool b_in_place = direct && Mg <= 96 && (nr >= 32 || (nr == 16 && rows_spread(P, kc)));
+    const bool b_in_place = direct && Mg <= kInPlaceBMaxRows && (nr >= 32 || (nr == 16 && rows_spread(P, kc)));
     const int64_t whole_cols = cols / nr * nr;  // in place: the panels of NR whole columns
     if (!build) {
       // Built by conv_gemm_build_b.
