@@ -13,10 +13,24 @@ int64_t scratch_slots(int64_t tasks, int threads) {
 }
 
 // The most private inputs (padded planes + input part) a one-block Winograd plan asks
-// scratch for, one per worker (ConvPacked::run_winograd): what the slot budget holds.
+// scratch for, one per worker (ConvPacked::run_winograd): what the slot budget holds
+// (each worker's rows of M come with its input, a share of one M's size in all).
 static int64_t winograd_private_inputs(const kernels::WinogradPlan& p) {
   const int64_t bytes = (p.pad_floats + p.in_floats) * int64_t(sizeof(float));
   return std::max<int64_t>(1, std::min<int64_t>(kernels::kConvMaxSlots, kMaxSlotsBytes / std::max<int64_t>(1, bytes)));
+}
+
+// One block shared by `parts` workers by output channels (run_winograd): the parts, as
+// many as there are threads and row panels, and the floats of one part's own padded input,
+// transformed input and M (the most rows a part gets).
+static int64_t winograd_parts(const kernels::ConvShape& s, int64_t threads) {
+  const int64_t panels = (s.M + kernels::kGemmMR - 1) / kernels::kGemmMR;
+  return std::min<int64_t>(panels, threads);
+}
+static int64_t winograd_part_floats(const kernels::ConvShape& s, const kernels::WinogradPlan& p, int64_t parts) {
+  const int64_t panels = (s.M + kernels::kGemmMR - 1) / kernels::kGemmMR;
+  const int64_t rows = std::min(s.M, (panels + parts - 1) / parts * kernels::kGemmMR);
+  return p.pad_floats + p.in_floats + kernels::winograd_rows_m_floats(p, rows);
 }
 
 int64_t max_scratch_slots(int64_t tasks, int64_t slot_floats) {
@@ -164,9 +178,20 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s, int threads) const
   const auto bytes = [](int64_t floats) { return size_t(floats) * sizeof(float); };
   if (use_winograd(s)) {
     const kernels::WinogradPlan p = kernels::plan_winograd(s);
-    if (p.blocks == 1) {  // the shared M, then a private input per thread (run_winograd) as the budget allows
-      const int64_t inputs = threads > 0 ? std::min<int64_t>(threads, winograd_private_inputs(p)) : winograd_private_inputs(p);
-      return bytes(p.m_floats + inputs * (p.pad_floats + p.in_floats));
+    if (p.blocks == 1) {
+      // One input and one M all the workers share (run_winograd's fallback), or, on several
+      // threads, a part of its own per thread laid out by thread (as the budget allows).
+      int64_t floats = p.pad_floats + p.slot_floats;
+      const int64_t most = winograd_private_inputs(p);
+      if (threads > 0) {
+        const int64_t parts = winograd_parts(s, threads);
+        if (parts > 1 && parts <= most)
+          floats = std::max(floats, SlotLayout::floats_for(threads, parts, winograd_part_floats(s, p, parts)));
+      } else {  // any count: the parts one after another (SlotLayout's layout where shares are short)
+        for (int64_t parts = 2; parts <= std::min(most, winograd_parts(s, most)); ++parts)
+          floats = std::max(floats, parts * winograd_part_floats(s, p, parts));
+      }
+      return bytes(floats);
     }
     if (threads > 0) return bytes(p.pad_floats + SlotLayout::floats_for(threads, scratch_slots(p.blocks, threads), p.slot_floats));
     return bytes(p.pad_floats + std::min<int64_t>(p.blocks, kernels::kConvMaxSlots) * p.slot_floats);
@@ -304,26 +329,30 @@ void ConvPacked::run_winograd(const RunContext& ctx, const kernels::ConvShape& s
       // One block (a small map, plan_winograd) shared by the workers by output channels,
       // each reading only its rows of U and writing its rows of one M.
       const int64_t panels = (s.M + kernels::kGemmMR - 1) / kernels::kGemmMR;
-      const int64_t mparts = std::min<int64_t>(panels, threads);
-      const int64_t part_floats = p.pad_floats + p.in_floats;
-      if (int64_t(ctx.scratch_size() / sizeof(float)) >= p.m_floats + mparts * part_floats) {
-        // Room for an input of its own per part: each part pads and transforms every
-        // channel itself (a small share of the block's time) and its GEMMs read only
-        // what its own thread wrote. Shared by channel parts, the transformed input was
-        // written by one thread and read by all, and rewritten by the next layer while
-        // the other threads' caches still held it: on two vCPUs in different core
-        // complexes (Zen 5) the parallel input phase of a 256-channel 14x14 layer took
-        // ~110 us of wall time where one thread does it in ~55.
-        float* m = static_cast<float*>(ctx.scratch());
+      const int64_t mparts = winograd_parts(s, threads);
+      const int64_t part_floats = winograd_part_floats(s, p, mparts);
+      const int64_t floats = int64_t(ctx.scratch_size() / sizeof(float));
+      if (mparts > 1 && mparts <= winograd_private_inputs(p) && floats >= mparts * part_floats) {
+        // Room for a part of its own per worker, in its thread's share of the scratch
+        // (SlotLayout): each pads and transforms every channel itself (a small share of
+        // the block's time), its GEMMs read only what its own thread wrote, and its rows
+        // of M lie together in memory no other thread writes, in this layer or the next.
+        // Shared by channel parts, the transformed input was written by one thread and
+        // read by all, and rewritten by the next layer while the other threads' caches
+        // still held it: on two vCPUs in different core complexes (Zen 5) the parallel
+        // input phase of a 256-channel 14x14 layer took ~110 us of wall time where one
+        // thread does it in ~55.
+        const SlotLayout layout(threads, mparts, part_floats, floats);
         ctx.parallel_for(size_t(mparts), 1, [&](size_t a, size_t b) {
           for (size_t j = a; j < b; ++j) {
-            float* xpj = m + p.m_floats + int64_t(j) * part_floats;
+            float* xpj = layout.at(static_cast<float*>(ctx.scratch()), int64_t(j));
             float* in = xpj + p.pad_floats;
+            float* m = in + p.in_floats;
             kernels::winograd_pad_input(s, p, xn, 0, s.C, xpj);
             kernels::winograd_block_input(s, p, 0, xpj, in, 0, s.C);
             const int64_t m0 = std::min(s.M, panels * int64_t(j) / mparts * kernels::kGemmMR);
             const int64_t m1 = std::min(s.M, panels * int64_t(j + 1) / mparts * kernels::kGemmMR);
-            kernels::winograd_block_rows(s, winograd_, p, 0, yn, in, m, lo, hi, rn, m0, m1);
+            kernels::winograd_block_rows(s, winograd_, p, 0, yn, in, m, lo, hi, rn, m0, m1, true);
           }
         });
         continue;

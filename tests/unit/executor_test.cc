@@ -104,7 +104,7 @@ TEST_SUITE("executor") {
     for (int m : mismatches) CHECK(m == 0);
   }
 
-  TEST_CASE("scratch sized for the session's threads (ABI 1.7): one private Winograd input per thread") {
+  TEST_CASE("scratch sized for the session's threads (ABI 1.7): one private Winograd part per thread") {
     auto e = test::make_engine();
     // Two 3x3 convs on a 13x13 map (one Winograd block: run_winograd gives each worker an
     // input of its own), then a 1x1 conv (GEMM).
@@ -137,11 +137,13 @@ TEST_SUITE("executor") {
       else CHECK_MESSAGE(y == first, "threads " << threads);  // the same floats whoever computes them
       scratch.push_back(s->memory().scratch_bytes);
     }
-    // From two threads on conv2's private inputs set the scratch: one more per thread
-    // (at one thread another kernel's scratch may be the largest).
+    // From two threads on conv2's private parts set the scratch: one more per thread
+    // (at one thread another kernel's scratch may be the largest), each with its rows of
+    // M alone, so a part shrinks as the threads grow: each thread adds less than the last.
     CHECK(scratch[1] > scratch[0]);
     CHECK(scratch[2] > scratch[1]);
-    CHECK(scratch[3] - scratch[2] == scratch[2] - scratch[1]);
+    CHECK(scratch[3] > scratch[2]);
+    CHECK(scratch[3] - scratch[2] < scratch[2] - scratch[1]);
   }
 
   TEST_CASE("backend policy: force, forbid, and per node") {

@@ -134,7 +134,7 @@ void OutputImpl(const WinogradXform& x, const float* Mb, const float* bias, floa
     const Vec vb = hn::Set(d, b);
     float* ym = y + m * OH * OW;
     const float* rm = addend ? addend + m * OH * OW : nullptr;
-    const float* mm = Mb + m * x.nt;
+    const float* mm = Mb + (m - x.m_row0) * x.nt;
     // Groups of L tiles from the start of each tile row's run in the block (not at
     // multiples of L along the block): every group lies in one tile row, and only a run's
     // last group, which meets the row's end (or the block's), has fewer than L tiles or

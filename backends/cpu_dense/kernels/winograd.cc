@@ -188,10 +188,14 @@ void winograd_block_input(const ConvShape& s, const WinogradPlan& p, int64_t b, 
 
 void winograd_block_rows(const ConvShape& s, const WinogradWeights& w, const WinogradPlan& p,
                          int64_t b, float* y, const float* in, float* m, float lo, float hi,
-                         const float* addend, int64_t m0, int64_t m1) {
+                         const float* addend, int64_t m0, int64_t m1, bool m_own) {
   BlockView v = block_view(s, p, b, const_cast<float*>(in), m);  // V and bt only read here
+  if (m_own) {
+    v.xf.m_row0 = m0;
+    v.xf.m_stride = winograd_stride((m1 - m0) * v.xf.nt);
+  }
   const int64_t nr = v.xf.nr, C = s.C, M = s.M, nt = v.xf.nt, count = v.xf.count;
-  const int64_t vxi = v.xf.v_stride, mxi = v.xf.m_stride;
+  const int64_t vxi = v.xf.v_stride, mxi = v.xf.m_stride, row0 = v.xf.m_row0;
   // 16 GEMMs: M_xi [M x nt] = U_xi [M x C] * V_xi [C x nt], k-blocks of kc channels.
   const TileFn tile_fn = gemm_tile_fn();
   for (int xi = 0; xi < 16; ++xi) {
@@ -219,7 +223,7 @@ void winograd_block_rows(const ConvShape& s, const WinogradWeights& w, const Win
           for (int64_t r0 = i0; r0 < i0 + rows; r0 += tile.mr) {
             tile.a = u + r0 * C + k0;
             tile.mr = gemm_tile_rows(tile.nr, nr, i0 + rows - r0);
-            tile.c = v.Mb + xi * mxi + r0 * nt + q * nr;
+            tile.c = v.Mb + xi * mxi + (r0 - row0) * nt + q * nr;
             tile_fn(tile, e);
           }
         }
@@ -233,7 +237,7 @@ void winograd_block_rows(const ConvShape& s, const WinogradWeights& w, const Win
       gemm_dot_columns(dt, e, v.dots, m0, m1, [&](int64_t j, int64_t i0, DotTile& d, Epilogue&) {
         d.bt = bx + j * C + k0;
         d.a = u + i0 * C + k0;
-        d.c = v.Mb + xi * mxi + i0 * nt + v.last_q * nr + nr / 2 + j;
+        d.c = v.Mb + xi * mxi + (i0 - row0) * nt + v.last_q * nr + nr / 2 + j;
       });
     }
   }

@@ -74,6 +74,7 @@ struct WinogradXform {
   int64_t v_stride = 0, m_stride = 0;  // floats from one xi's V (M) matrix to the next
   int64_t c_begin = 0, c_end = 0;      // input channels the input transform does
   int64_t m_begin = 0, m_end = 0;      // output channels the output transform does
+  int64_t m_row0 = 0;                  // the output channel in M's first row
 };
 // The 16 matrices of a block are laid 64 bytes further apart than their size: at sizes of
 // a multiple of 4 KB the transforms' 16 loads or stores per tile all fell into one L1
@@ -82,8 +83,8 @@ inline int64_t winograd_stride(int64_t floats) { return floats + 16; }
 // V [16][panels][C][nr] (xi apart by v_stride) = B^T d B of the block's tiles (zeros in
 // lanes past `count`), for input channels [c_begin, c_end).
 void winograd_input_transform(const WinogradXform& x, const float* xp, float* v);
-// y (M x OH x OW) = A^T M A + bias, clamped, from M [16][M][nt] (xi apart by m_stride),
-// output channels [m_begin, m_end); bias [M] or null.
+// y (M x OH x OW) = A^T M A + bias, clamped, from M [16][rows][nt] (xi apart by m_stride;
+// row r holds output channel m_row0 + r), output channels [m_begin, m_end); bias [M] or null.
 void winograd_output_transform(const WinogradXform& x, const float* m, const float* bias,
                                float lo, float hi, float* y, const float* addend = nullptr);
 
@@ -101,9 +102,15 @@ void winograd_block(const ConvShape& s, const WinogradWeights& w, const Winograd
 // all channels into an input part of their own (ConvPacked::run_winograd).
 void winograd_block_input(const ConvShape& s, const WinogradPlan& p, int64_t b, const float* xp,
                           float* in, int64_t c0, int64_t c1);
+// With `m_own`, m holds rows [m0, m1) alone (winograd_rows_m_floats(p, m1 - m0) floats):
+// a worker's M in memory of its own (ConvPacked::run_winograd) instead of its rows of one
+// M that all the workers write.
 void winograd_block_rows(const ConvShape& s, const WinogradWeights& w, const WinogradPlan& p,
                          int64_t b, float* y, const float* in, float* m, float lo, float hi,
-                         const float* addend, int64_t m0, int64_t m1);
+                         const float* addend, int64_t m0, int64_t m1, bool m_own = false);
+// The floats of an M of `rows` rows (p.m_floats for all s.M); each matrix keeps
+// winograd_stride's 16 floats after it, which the output transform's widest group reads into.
+inline int64_t winograd_rows_m_floats(const WinogradPlan& p, int64_t rows) { return 16 * winograd_stride(rows * p.nt); }
 
 }  // namespace kernels
 }  // namespace cpu_dense

@@ -614,6 +614,17 @@ TEST_CASE("Winograd F(2x2, 3x3) convolution matches the reference") {
           for (size_t i = 0; i < own.size(); ++i)
             REQUIRE_MESSAGE(std::memcmp(&own[i], &got[size_t(n * s.M * s.P()) + i], sizeof(float)) == 0,
                             "block from private input parts differs at " << i << ", " << describe(s));
+          // Or each worker also has an M of its own holding only its rows (m_own), sized
+          // exactly: the sanitizer build catches a read past it.
+          std::vector<float> rows(size_t(s.M * s.P()), kNaN),
+              m_a(size_t(winograd_rows_m_floats(p, msplit)), kNaN), m_b(size_t(winograd_rows_m_floats(p, s.M - msplit)), kNaN);
+          CHECK(winograd_rows_m_floats(p, s.M) == p.m_floats);
+          winograd_block_rows(s, ww, p, 0, rows.data(), in_b.data(), m_b.data(), lo, hi, nullptr, msplit, s.M, true);
+          for (int64_t i = 0; i < msplit * s.P(); ++i) REQUIRE(std::isnan(rows[size_t(i)]));
+          winograd_block_rows(s, ww, p, 0, rows.data(), in_a.data(), m_a.data(), lo, hi, nullptr, 0, msplit, true);
+          for (size_t i = 0; i < rows.size(); ++i)
+            REQUIRE_MESSAGE(std::memcmp(&rows[i], &got[size_t(n * s.M * s.P()) + i], sizeof(float)) == 0,
+                            "block through per-worker M rows differs at " << i << ", " << describe(s));
         }
       }
       if (!clamp) {  // packed without the bias: add it to the reference's comparison
