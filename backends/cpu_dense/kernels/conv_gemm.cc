@@ -51,6 +51,10 @@ inline void prefetch_tile_rows(const float* a, int64_t ld, int rows, int cols, b
 // place (gemm_task's measurements); more copy them.
 constexpr int64_t kInPlaceBMaxRows = 96;
 
+// The next row panel of W prefetched through the tile's K loop (Tile::pf) from this many
+// k on; shorter rows (four lines at K = 64) are prefetched before the tile.
+constexpr int64_t kPrefetchInTileMinK = 128;
+
 // Whether kc rows of X, P floats apart, spread over enough sets of a 32 KB 8-way L1 (64
 // sets) that a 16-float strip of them stays there: at most 4 of its lines a set. Rows
 // that start mid-line spread over all sets; rows 64 * 2^j bytes apart share 64 / 2^j.
@@ -59,10 +63,13 @@ int64_t l1_sets_of_rows(int64_t P) {
   return bytes % 64 != 0 ? 64 : 64 / std::gcd<int64_t>(bytes / 64, 64);
 }
 constexpr int64_t kSpreadRowsPerSet = 4;
-bool rows_spread(int64_t P, int64_t kc) {
+bool rows_spread(int64_t P, int64_t kc, int64_t per_set = kSpreadRowsPerSet) {
   const int64_t sets = l1_sets_of_rows(P);
-  return (kc + sets - 1) / sets <= kSpreadRowsPerSet;
+  return (kc + sets - 1) / sets <= per_set;
 }
+// 32-wide strips read in place (AVX-512) while their rows fill at most the 12 ways of a
+// 48 KB L1 (Ice Lake on, Zen 5) in the sets they fall on.
+constexpr int64_t kInPlaceWideRowsPerSet = 12;
 
 }  // namespace
 
@@ -382,8 +389,11 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
     // (960 -> 160 at 7x7) the copy is amortised and in place lost (1.2x). On the Zen 4
     // (AVX-512) 96 rows in place too (the Xeon's limit was 64): mobilenet_v2's 576 -> 96
     // and 384 -> 96 at 14x14, per-node minimums of 6 alternating `--profile` runs of two
-    // builds, 0.92-0.97x at 1 thread in both orders, 0.98-0.99x at 2.
-    const bool b_in_place = direct && Mg <= kInPlaceBMaxRows && (nr >= 32 || (nr == 16 && rows_spread(P, kc)));
+    // builds, 0.92-0.97x at 1 thread in both orders, 0.98-0.99x at 2. With 32-wide
+    // strips too, rows that put more than 12 lines in an L1 set are copied (resnet50's 256
+    // -> 64 at 56x56: 16 a set; Xeon, per-node medians of 3 alternating runs, 0.90-0.93x
+    // the time), fewer stay in place (mobilenet_v2's 144 -> 24 at 56x56, 9 a set).
+    const bool b_in_place = direct && Mg <= kInPlaceBMaxRows && rows_spread(P, kc, nr >= 32 ? kInPlaceWideRowsPerSet : kSpreadRowsPerSet);
     const int64_t whole_cols = cols / nr * nr;  // in place: the panels of NR whole columns
     if (!build) {
       // Built by conv_gemm_build_b.
@@ -501,10 +511,23 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
           // once per run); with caches flushed before each run (Xeon, AVX-512, 9
           // alternating runs): 3x3 512 at 7x7 2.94 -> 2.54 ms, 1x1 512 -> 2048 at 7x7
           // 1.49 -> 1.28 ms, 14x14 layers 4-12 % faster, larger maps unchanged.
-          if (jq == 0 && w.in_place && pi + 1 < pi1) prefetch_rows(a + (i0 + kGemmMR) * K + k0, K,
-                                                                   std::min<int64_t>(kGemmMR, Mg - i0 - kGemmMR), kc);
           tile.a = w.in_place ? a + i0 * K + k0 : a + (pi * K + k0) * kGemmMR;
           tile.mr = pair_half ? gemm_tile_rows(tile.nr, nr, rows_left) : static_cast<int>(std::min<int64_t>(kGemmMR, Mg - i0));
+          const bool pf_next = jq == 0 && w.in_place && pi + 1 < pi1;
+          // Spread through the tile's K loop where the tile takes it (tile.pf: a full
+          // two-vector 6-row tile with rows of 128+ floats), else all before the tile.
+          // Before the tile, 6 x kc / 16 prefetches at once filled the miss buffers and
+          // stalled (resnet50 on a Xeon with AVX-512, `perf`: 78 % of gemm_task's own
+          // samples on them). Spread, per-node medians of 3 alternating `--profile` runs
+          // at 1 thread: 1x1 at 7x7 0.81-0.86x the time, 3x3 at 7x7 0.91x, 14x14 layers
+          // 0.91-0.97x, the model 0.95x (bench/ab.sh 7 rounds: 0.957x at 1 thread,
+          // 0.965x at 2; resnet18 0.973x / 0.977x). At K = 64 it was 1.03-1.09x slower,
+          // hence kPrefetchInTileMinK.
+          const bool pf_in_tile = pf_next && tile.mr == kGemmMR && tile.nr == nr && kc >= kPrefetchInTileMinK;
+          tile.pf = pf_in_tile ? a + (i0 + kGemmMR) * K + k0 : nullptr;
+          tile.pf_rows = pf_in_tile ? static_cast<int>(std::min<int64_t>(kGemmMR, Mg - i0 - kGemmMR)) : 0;
+          if (pf_next && !pf_in_tile)
+            prefetch_rows(a + (i0 + kGemmMR) * K + k0, K, std::min<int64_t>(kGemmMR, Mg - i0 - kGemmMR), kc);
           e.bias = (k0 == 0 && w.bias) ? w.bias.get() + g * Mg + i0 : nullptr;
           tile.c = yg + i0 * P + j0 + jq;
           e.addend = last && rg ? rg + i0 * P + j0 + jq : nullptr;

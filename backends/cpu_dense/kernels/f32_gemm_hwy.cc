@@ -134,6 +134,21 @@ HWY_INLINE void RowFma(D d, float a, V b0, V b1, V& c0, V& c1) {
   if (NV > 1) c1 = hn::MulAdd(av, b1, c1);
 }
 
+// A tile's rows (its first t.mr) from its accumulators.
+template <int NV, class D, class V>
+HWY_INLINE void FinishTile(D d, const Tile& t, const Epilogue& e, V c00, V c01, V c10, V c11, V c20, V c21,
+                           V c30, V c31, V c40, V c41, V c50, V c51) {
+  const bool full = t.nr == NV * static_cast<int>(hn::Lanes(d));
+  const V lo = hn::Set(d, e.lo), hi = hn::Set(d, e.hi);
+  const int mr = t.mr;
+  FinishTileRow<NV>(d, c00, c01, 0, t, e, full, lo, hi);
+  if (mr > 1) FinishTileRow<NV>(d, c10, c11, 1, t, e, full, lo, hi);
+  if (mr > 2) FinishTileRow<NV>(d, c20, c21, 2, t, e, full, lo, hi);
+  if (mr > 3) FinishTileRow<NV>(d, c30, c31, 3, t, e, full, lo, hi);
+  if (mr > 4) FinishTileRow<NV>(d, c40, c41, 4, t, e, full, lo, hi);
+  if (mr > 5) FinishTileRow<NV>(d, c50, c51, 5, t, e, full, lo, hi);
+}
+
 // A tile of NV (1 or 2) vectors of columns with the FMAs of its first R (2, 4, 6) rows
 // only. One vector: tails of at most NR / 2 columns (with 32-wide panels 13x13 maps leave
 // 9 columns, 7x7 maps 17 = 16 + a dot column, plan_conv), which a two-vector tile computed
@@ -141,12 +156,11 @@ HWY_INLINE void RowFma(D d, float a, V b0, V b1, V& c0, V& c1) {
 // classifier, 512 -> 1000 at 13x13, 0.90x the time, 384 -> 64 at 13x13 0.93x). Fewer rows:
 // a last row panel of 2 or 4 rows (M = 16, 32, 64, 1000 ...) does not compute six.
 // IND: B's row k at t.b + b_off[k] (gemm_tile_indirect_fn), else t.b + k * t.ldb.
-template <int R, int NV, bool IND = false>
+template <int R, int NV, bool IND = false, bool PF = false>
 HWY_INLINE void TileRowsImpl(const Tile& t, const Epilogue& e, const int32_t* b_off = nullptr) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
-  const int mr = t.mr;
   const float *a0 = t.a, *a1 = TileRow(t, 1), *a2 = TileRow(t, 2);
   const float *a3 = TileRow(t, 3), *a4 = TileRow(t, 4), *a5 = TileRow(t, 5);
   V c00 = hn::Zero(d), c01 = hn::Zero(d), c10 = hn::Zero(d), c11 = hn::Zero(d);
@@ -159,6 +173,37 @@ HWY_INLINE void TileRowsImpl(const Tile& t, const Epilogue& e, const int32_t* b_
   // unrolled, 0.97-1.0x. Whole layers bound by the FMAs (576 -> 96 at 14x14, 3x3 256 at
   // 14x14, 3x3 512 at 7x7; 31 alternating runs) came out 4-6 % faster, about the noise
   // two identical builds showed on that host.
+  const auto step = [&](int64_t k) HWY_ATTR {
+    const float* bk = IND ? t.b + b_off[k] : b;
+    const V b0 = hn::LoadU(d, bk);
+    const V b1 = NV > 1 ? hn::LoadU(d, bk + L) : b0;  // one vector: B holds only NR / 2 here
+    if (!IND) b += ldb;
+    const int64_t o = k * acs;
+    RowFma<NV>(d, a0[o], b0, b1, c00, c01);
+    RowFma<NV>(d, a1[o], b0, b1, c10, c11);
+    if (R > 2) {
+      RowFma<NV>(d, a2[o], b0, b1, c20, c21);
+      RowFma<NV>(d, a3[o], b0, b1, c30, c31);
+    }
+    if (R > 4) {
+      RowFma<NV>(d, a4[o], b0, b1, c40, c41);
+      RowFma<NV>(d, a5[o], b0, b1, c50, c51);
+    }
+  };
+  if (PF) {
+    // The next row panel's lines, one per row every 16 k (a line of a row read in place):
+    // issued all at once before the tile (up to 96 lines), they filled the core's miss
+    // buffers and the prefetches themselves stalled (resnet50 on the Xeon: 4-5 % of the
+    // run's cycles on them).
+    const int64_t ars = t.a_rs;
+    for (int64_t k0 = 0; k0 < t.K; k0 += 16) {
+      for (int r = 0; r < t.pf_rows; ++r) __builtin_prefetch(t.pf + r * ars + k0, 0, 2);
+      const int64_t k1 = std::min<int64_t>(t.K, k0 + 16);
+#pragma GCC unroll 4
+      for (int64_t k = k0; k < k1; ++k) step(k);
+    }
+    return FinishTile<NV>(d, t, e, c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51);
+  }
 #pragma GCC unroll 4
   for (int64_t k = 0; k < t.K; ++k) {
     const float* bk = IND ? t.b + b_off[k] : b;
@@ -177,14 +222,7 @@ HWY_INLINE void TileRowsImpl(const Tile& t, const Epilogue& e, const int32_t* b_
       RowFma<NV>(d, a5[o], b0, b1, c50, c51);
     }
   }
-  const bool full = t.nr == NV * L;
-  const V lo = hn::Set(d, e.lo), hi = hn::Set(d, e.hi);
-  FinishTileRow<NV>(d, c00, c01, 0, t, e, full, lo, hi);
-  if (mr > 1) FinishTileRow<NV>(d, c10, c11, 1, t, e, full, lo, hi);
-  if (mr > 2) FinishTileRow<NV>(d, c20, c21, 2, t, e, full, lo, hi);
-  if (mr > 3) FinishTileRow<NV>(d, c30, c31, 3, t, e, full, lo, hi);
-  if (mr > 4) FinishTileRow<NV>(d, c40, c41, 4, t, e, full, lo, hi);
-  if (mr > 5) FinishTileRow<NV>(d, c50, c51, 5, t, e, full, lo, hi);
+  FinishTile<NV>(d, t, e, c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51);
 }
 
 // Six rows' FMAs for one k against one vector of B: A's rows p[0], p[ars], ... p[5 ars].
@@ -237,12 +275,17 @@ HWY_NOINLINE void Tile12x1Impl(const Tile& t, const Epilogue& e) {
   FinishSixRows(d, c6, c7, c8, c9, c10, c11, 6, t, e, full, lo, hi);
 }
 
+// The full 6-row two-vector tile with the next row panel's prefetches (Tile::pf), apart
+// from TileImpl so that its variants' code stays as it was.
+HWY_NOINLINE void TilePrefetchImpl(const Tile& t, const Epilogue& e) { TileRowsImpl<6, 2, false, true>(t, e); }
+
 void TileImpl(const Tile& t, const Epilogue& e) {
   if (t.mr == 1) return RowImpl(t, e);
   if (t.nr <= static_cast<int>(hn::Lanes(hn::ScalableTag<float>())))
     return t.mr > kGemmMR ? Tile12x1Impl(t, e) : TileRowsImpl<6, 1>(t, e);
   if (t.mr <= 2) return TileRowsImpl<2, 2>(t, e);
   if (t.mr <= 4) return TileRowsImpl<4, 2>(t, e);
+  if (t.pf) return TilePrefetchImpl(t, e);
   TileRowsImpl<6, 2>(t, e);
 }
 

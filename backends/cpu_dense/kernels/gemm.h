@@ -54,6 +54,11 @@ struct Tile {
   float* c;
   int64_t ldc;
   int mr, nr;
+  // Optional: pf_rows rows of K floats, a_rs apart from pf (the next row panel of W, read
+  // in place), prefetched into L2 a cache line per row every 16 k as the tile runs (full
+  // 6-row two-vector tiles; others ignore it), instead of in one burst before it.
+  const float* pf = nullptr;
+  int pf_rows = 0;
 };
 // The tile micro-kernel for this CPU, resolved once: the drivers fetch the pointer once
 // per task and call it per tile (a wrapper that looked the target up in Highway's
