@@ -196,8 +196,14 @@ int64_t dwconv_block_lanes();
 // Whether this target builds and writes back the blocks by register transposes (else gathers).
 bool dwconv_block_transposes();
 int64_t dwconv_block_slot_floats(const ConvShape& s);
-void dwconv_block(const ConvShape& s, int64_t block, const float* x, const float* w,
-                  const float* bias, float* y, float* slot, float lo, float hi);
+// Output rows [oh_begin, oh_end) of the block (any range: workers may split a plane by
+// rows, each writing the rows it will read next; the overloads without take every row).
+void dwconv_block(const ConvShape& s, int64_t block, int64_t oh_begin, int64_t oh_end, const float* x,
+                  const float* w, const float* bias, float* y, float* slot, float lo, float hi);
+inline void dwconv_block(const ConvShape& s, int64_t block, const float* x, const float* w, const float* bias,
+                         float* y, float* slot, float lo, float hi) {
+  dwconv_block(s, block, 0, s.out[1], x, w, bias, y, slot, lo, hi);
+}
 
 // A pointwise conv ("expand": K input channels -> C, then a clamp) computed inside the
 // channel-blocked depthwise that alone reads its output (dwconv_expand_block): the
@@ -212,8 +218,15 @@ struct DwExpand {
 // Block b as dwconv_block (s: the depthwise's shape, s.C its channels; where
 // dwconv_block_applies; scratch: dwconv_block_slot_floats); x: X [N, K, IH, IW] of the
 // expand (the depthwise's input size).
-void dwconv_expand_block(const ConvShape& s, int64_t block, const DwExpand& e, const float* x, const float* w,
-                         const float* bias, float* y, float* slot, float lo, float hi);
+// Rows [oh_begin, oh_end) as dwconv_block's; a range's expand computes the input rows
+// its taps read (those above and below the range again in the neighbouring ranges).
+void dwconv_expand_block(const ConvShape& s, int64_t block, int64_t oh_begin, int64_t oh_end, const DwExpand& e,
+                         const float* x, const float* w, const float* bias, float* y, float* slot, float lo,
+                         float hi);
+inline void dwconv_expand_block(const ConvShape& s, int64_t block, const DwExpand& e, const float* x,
+                                const float* w, const float* bias, float* y, float* slot, float lo, float hi) {
+  dwconv_expand_block(s, block, 0, s.out[1], e, x, w, bias, y, slot, lo, hi);
+}
 
 // ---- Max pooling, same plane scheme (2-D or 1-D: k[0] == 1, in[0] == 1) -------------
 // Output plane `plane` = n * C + c of y (M == C, group unused); scratch: dwconv_slot_floats.

@@ -790,8 +790,8 @@ HWY_INLINE void ExpandRowsIn(D d, const ConvShape& s, const DwBlockGeom& g, cons
 
 // One channel block of the depthwise, its padded input rows gathered from X (e null) or
 // computed from the fused expand's input (e: dwconv_expand_block), a chunk at a time.
-void BlockRun(const ConvShape& s, int64_t block, const DwExpand* e, const float* x, const float* w,
-              const float* bias, float* y, float* slot, float lo, float hi) {
+void BlockRun(const ConvShape& s, int64_t block, int64_t oh_begin, int64_t oh_end, const DwExpand* e, const float* x,
+              const float* w, const float* bias, float* y, float* slot, float lo, float hi) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
@@ -809,8 +809,8 @@ void BlockRun(const ConvShape& s, int64_t block, const DwExpand* e, const float*
   float* yb = y + (n * s.M + c0) * OH * OW;
   const int64_t row_floats = g.cols * L;
   int64_t have0 = 0, have1 = 0;  // padded rows [have0, have1) are in xin (e only)
-  for (int64_t oh0 = 0; oh0 < OH; oh0 += g.chunk) {
-    const int64_t oh1 = std::min(OH, oh0 + g.chunk);
+  for (int64_t oh0 = oh_begin; oh0 < oh_end; oh0 += g.chunk) {
+    const int64_t oh1 = std::min(oh_end, oh0 + g.chunk);
     const int64_t r0 = oh0 * s.s[1], r1 = (oh1 - 1) * s.s[1] + (s.k[1] - 1) * s.d[1] + 1;
     if (!e) {
       GatherBlockIn(s, g, x + (n * s.C + c0) * IH * IW, 0.0f, r0, r1 - r0, xin);
@@ -830,14 +830,14 @@ void BlockRun(const ConvShape& s, int64_t block, const DwExpand* e, const float*
   }
 }
 
-void BlockImpl(const ConvShape& s, int64_t block, const float* x, const float* w,
+void BlockImpl(const ConvShape& s, int64_t block, int64_t oh_begin, int64_t oh_end, const float* x, const float* w,
                const float* bias, float* y, float* slot, float lo, float hi) {
-  BlockRun(s, block, nullptr, x, w, bias, y, slot, lo, hi);
+  BlockRun(s, block, oh_begin, oh_end, nullptr, x, w, bias, y, slot, lo, hi);
 }
 
-void ExpandBlockImpl(const ConvShape& s, int64_t block, const DwExpand& e, const float* x, const float* w,
-                     const float* bias, float* y, float* slot, float lo, float hi) {
-  BlockRun(s, block, &e, x, w, bias, y, slot, lo, hi);
+void ExpandBlockImpl(const ConvShape& s, int64_t block, int64_t oh_begin, int64_t oh_end, const DwExpand& e,
+                     const float* x, const float* w, const float* bias, float* y, float* slot, float lo, float hi) {
+  BlockRun(s, block, oh_begin, oh_end, &e, x, w, bias, y, slot, lo, hi);
 }
 
 // Max pooling, channel-blocked the same way (-inf padding; NaN propagates as in the
@@ -1255,16 +1255,17 @@ int64_t dwconv_block_slot_floats(const ConvShape& s) {
   return HWY_DYNAMIC_DISPATCH(DwBlockSlotFloatsImpl)(s);
 }
 
-void dwconv_block(const ConvShape& s, int64_t block, const float* x, const float* w,
-                  const float* bias, float* y, float* slot, float lo, float hi) {
-  HWY_DYNAMIC_DISPATCH(BlockImpl)(s, block, x, w, bias, y, slot, lo, hi);
+void dwconv_block(const ConvShape& s, int64_t block, int64_t oh_begin, int64_t oh_end, const float* x,
+                  const float* w, const float* bias, float* y, float* slot, float lo, float hi) {
+  HWY_DYNAMIC_DISPATCH(BlockImpl)(s, block, oh_begin, oh_end, x, w, bias, y, slot, lo, hi);
 }
 
 bool maxpool_block_applies(const ConvShape& s) { return block_fits(s, kMaxPoolBlockTaps); }
 
-void dwconv_expand_block(const ConvShape& s, int64_t block, const DwExpand& e, const float* x, const float* w,
-                         const float* bias, float* y, float* slot, float lo, float hi) {
-  HWY_DYNAMIC_DISPATCH(ExpandBlockImpl)(s, block, e, x, w, bias, y, slot, lo, hi);
+void dwconv_expand_block(const ConvShape& s, int64_t block, int64_t oh_begin, int64_t oh_end, const DwExpand& e,
+                         const float* x, const float* w, const float* bias, float* y, float* slot, float lo,
+                         float hi) {
+  HWY_DYNAMIC_DISPATCH(ExpandBlockImpl)(s, block, oh_begin, oh_end, e, x, w, bias, y, slot, lo, hi);
 }
 
 void maxpool_block(const ConvShape& s, int64_t block, const float* x, float* y, float* slot) {

@@ -178,6 +178,17 @@ void check_conv(std::mt19937& rng, const ConvCase& c, bool depthwise, bool clamp
       if (!clamp)  // without bias: the kernel's null-bias path, the reference's bias added back
         for (int64_t i = 0; i < s.N * s.M * s.P(); ++i) got[size_t(i)] += bias[size_t(i / s.P() % s.M)];
       expect_close(got, want, "dwconv_block " + describe(s));
+      // By row parts, as workers split a plane (ConvPacked: one part per thread), three
+      // uneven parts, the last first: the same floats as the whole block.
+      if (!clamp) return;
+      std::vector<float> parts(got.size(), kNaN);
+      const int64_t OH = s.out[1], cut[4] = {0, OH / 4, OH / 4 + (OH + 1) / 2, OH};
+      for (int part = 2; part >= 0; --part)
+        for (int64_t b = 0; b < s.N * s.M / L; ++b)
+          dwconv_block(s, b, cut[part], cut[part + 1], x.data(), w.data(), bias.data(), parts.data(), bslot.data(), lo, hi);
+      for (size_t i = 0; i < parts.size(); ++i)
+        REQUIRE_MESSAGE(std::memcmp(&parts[i], &got[i], sizeof(float)) == 0, "dwconv_block by rows differs at " << i << ", "
+                                                                                 << describe(s));
       return;
     }
   } else {
@@ -733,6 +744,17 @@ void check_expand_dw(std::mt19937& rng, const ConvCase& c, int64_t K, bool clamp
   for (int64_t b = s.N * s.M / L - 1; b >= 0; --b)  // last block first, one slot reused as a worker would
     dwconv_expand_block(s, b, ex, x.data(), w.data(), biases ? bias.data() : nullptr, got.data(), slot.data(), lo, hi);
   expect_close(got, want, "dwconv_expand_block K" + std::to_string(K) + " " + describe(s));
+  // By row parts (three, uneven, the last first; each expands the rows its taps read):
+  // the same floats as the whole block.
+  std::vector<float> parts(got.size(), kNaN);
+  const int64_t OH = s.out[1], cut[4] = {0, OH / 3, OH / 3 + (OH + 1) / 2, OH};
+  for (int part = 2; part >= 0; --part)
+    for (int64_t b = 0; b < s.N * s.M / L; ++b)
+      dwconv_expand_block(s, b, cut[part], cut[part + 1], ex, x.data(), w.data(), biases ? bias.data() : nullptr,
+                          parts.data(), slot.data(), lo, hi);
+  for (size_t i = 0; i < parts.size(); ++i)
+    REQUIRE_MESSAGE(std::memcmp(&parts[i], &got[i], sizeof(float)) == 0,
+                    "dwconv_expand_block by rows differs at " << i << ", K" << K << " " << describe(s));
 }
 
 }  // namespace
