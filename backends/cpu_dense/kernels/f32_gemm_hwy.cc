@@ -173,53 +173,32 @@ HWY_INLINE void TileRowsImpl(const Tile& t, const Epilogue& e, const int32_t* b_
   // unrolled, 0.97-1.0x. Whole layers bound by the FMAs (576 -> 96 at 14x14, 3x3 256 at
   // 14x14, 3x3 512 at 7x7; 31 alternating runs) came out 4-6 % faster, about the noise
   // two identical builds showed on that host.
-  const auto step = [&](int64_t k) HWY_ATTR {
-    const float* bk = IND ? t.b + b_off[k] : b;
-    const V b0 = hn::LoadU(d, bk);
-    const V b1 = NV > 1 ? hn::LoadU(d, bk + L) : b0;  // one vector: B holds only NR / 2 here
-    if (!IND) b += ldb;
-    const int64_t o = k * acs;
-    RowFma<NV>(d, a0[o], b0, b1, c00, c01);
-    RowFma<NV>(d, a1[o], b0, b1, c10, c11);
-    if (R > 2) {
-      RowFma<NV>(d, a2[o], b0, b1, c20, c21);
-      RowFma<NV>(d, a3[o], b0, b1, c30, c31);
-    }
-    if (R > 4) {
-      RowFma<NV>(d, a4[o], b0, b1, c40, c41);
-      RowFma<NV>(d, a5[o], b0, b1, c50, c51);
-    }
-  };
-  if (PF) {
-    // The next row panel's lines, one per row every 16 k (a line of a row read in place):
-    // issued all at once before the tile (up to 96 lines), they filled the core's miss
-    // buffers and the prefetches themselves stalled (resnet50 on the Xeon: 4-5 % of the
-    // run's cycles on them).
-    const int64_t ars = t.a_rs;
-    for (int64_t k0 = 0; k0 < t.K; k0 += 16) {
-      for (int r = 0; r < t.pf_rows; ++r) __builtin_prefetch(t.pf + r * ars + k0, 0, 2);
-      const int64_t k1 = std::min<int64_t>(t.K, k0 + 16);
+  // PF: the next row panel's lines, one per row every 16 k (a line of a row read in
+  // place): issued all at once before the tile (up to 96 lines), they filled the core's
+  // miss buffers and the prefetches themselves stalled (resnet50 on the Xeon: 4-5 % of the
+  // run's cycles on them). Without, the outer loop runs once over all of K.
+  const int64_t chunk = PF ? 16 : t.K;
+  for (int64_t k0 = 0; k0 < t.K; k0 += chunk) {
+    if (PF)
+      for (int r = 0; r < t.pf_rows; ++r) __builtin_prefetch(t.pf + r * t.a_rs + k0, 0, 2);
+    const int64_t k1 = PF ? std::min<int64_t>(t.K, k0 + chunk) : t.K;
 #pragma GCC unroll 4
-      for (int64_t k = k0; k < k1; ++k) step(k);
-    }
-    return FinishTile<NV>(d, t, e, c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51);
-  }
-#pragma GCC unroll 4
-  for (int64_t k = 0; k < t.K; ++k) {
-    const float* bk = IND ? t.b + b_off[k] : b;
-    const V b0 = hn::LoadU(d, bk);
-    const V b1 = NV > 1 ? hn::LoadU(d, bk + L) : b0;  // one vector: B holds only NR / 2 here
-    if (!IND) b += ldb;
-    const int64_t o = k * acs;
-    RowFma<NV>(d, a0[o], b0, b1, c00, c01);
-    RowFma<NV>(d, a1[o], b0, b1, c10, c11);
-    if (R > 2) {
-      RowFma<NV>(d, a2[o], b0, b1, c20, c21);
-      RowFma<NV>(d, a3[o], b0, b1, c30, c31);
-    }
-    if (R > 4) {
-      RowFma<NV>(d, a4[o], b0, b1, c40, c41);
-      RowFma<NV>(d, a5[o], b0, b1, c50, c51);
+    for (int64_t k = k0; k < k1; ++k) {
+      const float* bk = IND ? t.b + b_off[k] : b;
+      const V b0 = hn::LoadU(d, bk);
+      const V b1 = NV > 1 ? hn::LoadU(d, bk + L) : b0;  // one vector: B holds only NR / 2 here
+      if (!IND) b += ldb;
+      const int64_t o = k * acs;
+      RowFma<NV>(d, a0[o], b0, b1, c00, c01);
+      RowFma<NV>(d, a1[o], b0, b1, c10, c11);
+      if (R > 2) {
+        RowFma<NV>(d, a2[o], b0, b1, c20, c21);
+        RowFma<NV>(d, a3[o], b0, b1, c30, c31);
+      }
+      if (R > 4) {
+        RowFma<NV>(d, a4[o], b0, b1, c40, c41);
+        RowFma<NV>(d, a5[o], b0, b1, c50, c51);
+      }
     }
   }
   FinishTile<NV>(d, t, e, c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51);
