@@ -23,13 +23,12 @@ static int64_t winograd_private_inputs(const kernels::WinogradPlan& p) {
 // One block shared by `parts` workers by output channels (run_winograd): the parts, as
 // many as there are threads and row panels, and the floats of one part's own padded input,
 // transformed input and M (the most rows a part gets).
+static int64_t row_panels(const kernels::ConvShape& s) { return (s.M + kernels::kGemmMR - 1) / kernels::kGemmMR; }
 static int64_t winograd_parts(const kernels::ConvShape& s, int64_t threads) {
-  const int64_t panels = (s.M + kernels::kGemmMR - 1) / kernels::kGemmMR;
-  return std::min<int64_t>(panels, threads);
+  return std::min<int64_t>(row_panels(s), threads);
 }
 static int64_t winograd_part_floats(const kernels::ConvShape& s, const kernels::WinogradPlan& p, int64_t parts) {
-  const int64_t panels = (s.M + kernels::kGemmMR - 1) / kernels::kGemmMR;
-  const int64_t rows = std::min(s.M, (panels + parts - 1) / parts * kernels::kGemmMR);
+  const int64_t rows = std::min(s.M, (row_panels(s) + parts - 1) / parts * kernels::kGemmMR);
   return p.pad_floats + p.in_floats + kernels::winograd_rows_m_floats(p, rows);
 }
 
@@ -53,6 +52,19 @@ static int64_t dw_row_parts(const kernels::ConvShape& s, int threads) {
   if (threads == 1 || s.P() < kDwRowPartsMinPixels) return 1;
   const int64_t t = threads > 0 ? threads : kernels::kConvMaxSlots;
   return std::max<int64_t>(1, std::min<int64_t>(t, s.out[1]));
+}
+// The channel-blocked depthwise's items on `threads` threads: row parts x channel blocks.
+static int64_t dw_block_items(const kernels::ConvShape& s, int threads) {
+  return dw_row_parts(s, threads) * s.N * s.M / kernels::dwconv_block_lanes();
+}
+// fn(block, oh_begin, oh_end, slot) over every item, part by part, in run_in_slots' slots.
+template <class F>
+static void run_dw_blocks(const RunContext& ctx, const kernels::ConvShape& s, F fn) {
+  const int64_t parts = dw_row_parts(s, ctx.num_threads()), blocks = s.N * s.M / kernels::dwconv_block_lanes();
+  run_in_slots(ctx, parts * blocks, kernels::dwconv_block_slot_floats(s), "depthwise conv", [&](int64_t i, float* slot) {
+    const int64_t part = i / blocks;
+    fn(i % blocks, s.out[1] * part / parts, s.out[1] * (part + 1) / parts, slot);
+  });
 }
 
 kernels::ConvShape conv_shape(const Axis ax[kMaxSpatial], int64_t N, int64_t C, int64_t M,
@@ -167,11 +179,8 @@ void ConvPacked::run_expand(const RunContext& ctx, const kernels::ConvShape& s, 
   const float* w = dw_w_.get();
   const float* b = dw_b_.get();
   const float lo = lo_, hi = hi_;
-  const int64_t blocks = s.N * s.M / kernels::dwconv_block_lanes(), parts = dw_row_parts(s, ctx.num_threads());
-  run_in_slots(ctx, parts * blocks, kernels::dwconv_block_slot_floats(s), "depthwise conv", [&](int64_t i, float* slot) {
-    const int64_t part = i / blocks;
-    kernels::dwconv_expand_block(s, i % blocks, s.out[1] * part / parts, s.out[1] * (part + 1) / parts, expand_, x1,
-                                 w, b, y, slot, lo, hi);
+  run_dw_blocks(ctx, s, [&](int64_t bl, int64_t oh0, int64_t oh1, float* slot) {
+    kernels::dwconv_expand_block(s, bl, oh0, oh1, expand_, x1, w, b, y, slot, lo, hi);
   });
 }
 
@@ -216,8 +225,7 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s, int threads) const
     return bytes(p.pad_floats + std::min<int64_t>(p.blocks, kernels::kConvMaxSlots) * p.slot_floats);
   }
   if (depthwise_ && use_dw_block(s))
-    return run_in_slots_bytes(threads, dw_row_parts(s, threads) * s.N * s.M / kernels::dwconv_block_lanes(),
-                              kernels::dwconv_block_slot_floats(s));
+    return run_in_slots_bytes(threads, dw_block_items(s, threads), kernels::dwconv_block_slot_floats(s));
   if (depthwise_) return run_in_slots_bytes(threads, s.N * s.M, kernels::dwconv_plane_slot_floats(s));
   if (use_direct(s)) {  // one image's planes and the tap offsets (thread count does not change them)
     const kernels::DirectConvPlan p = kernels::plan_direct_conv(s, 1);
@@ -285,11 +293,8 @@ void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const f
   const float* b = dw_b_.get();
   const int64_t P = s.P();
   if (use_dw_block(s)) {
-    const int64_t blocks = s.N * s.M / kernels::dwconv_block_lanes(), parts = dw_row_parts(s, threads);
-    run_in_slots(ctx, parts * blocks, kernels::dwconv_block_slot_floats(s), "depthwise conv", [&](int64_t i, float* slot) {
-      const int64_t part = i / blocks;
-      kernels::dwconv_block(s, i % blocks, s.out[1] * part / parts, s.out[1] * (part + 1) / parts, x, w, b, y, slot,
-                            lo, hi);
+    run_dw_blocks(ctx, s, [&](int64_t bl, int64_t oh0, int64_t oh1, float* slot) {
+      kernels::dwconv_block(s, bl, oh0, oh1, x, w, b, y, slot, lo, hi);
     });
   } else {
     run_in_slots(ctx, s.N * s.M, kernels::dwconv_plane_slot_floats(s), "depthwise conv",
@@ -350,7 +355,7 @@ void ConvPacked::run_winograd(const RunContext& ctx, const kernels::ConvShape& s
     if (p.blocks == 1 && threads > 1) {
       // One block (a small map, plan_winograd) shared by the workers by output channels,
       // each reading only its rows of U and writing its rows of one M.
-      const int64_t panels = (s.M + kernels::kGemmMR - 1) / kernels::kGemmMR;
+      const int64_t panels = row_panels(s);
       const int64_t mparts = winograd_parts(s, threads);
       const int64_t part_floats = winograd_part_floats(s, p, mparts);
       const int64_t floats = int64_t(ctx.scratch_size() / sizeof(float));

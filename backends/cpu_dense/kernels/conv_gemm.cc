@@ -524,10 +524,11 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
           // 0.965x at 2; resnet18 0.973x / 0.977x). At K = 64 it was 1.03-1.09x slower,
           // hence kPrefetchInTileMinK.
           const bool pf_in_tile = pf_next && tile.mr == kGemmMR && tile.nr == nr && kc >= kPrefetchInTileMinK;
-          tile.pf = pf_in_tile ? a + (i0 + kGemmMR) * K + k0 : nullptr;
-          tile.pf_rows = pf_in_tile ? static_cast<int>(std::min<int64_t>(kGemmMR, Mg - i0 - kGemmMR)) : 0;
-          if (pf_next && !pf_in_tile)
-            prefetch_rows(a + (i0 + kGemmMR) * K + k0, K, std::min<int64_t>(kGemmMR, Mg - i0 - kGemmMR), kc);
+          const float* next = pf_next ? a + (i0 + kGemmMR) * K + k0 : nullptr;
+          const int next_rows = pf_next ? static_cast<int>(std::min<int64_t>(kGemmMR, Mg - i0 - kGemmMR)) : 0;
+          tile.pf = pf_in_tile ? next : nullptr;
+          tile.pf_rows = pf_in_tile ? next_rows : 0;
+          if (pf_next && !pf_in_tile) prefetch_rows(next, K, next_rows, kc);
           e.bias = (k0 == 0 && w.bias) ? w.bias.get() + g * Mg + i0 : nullptr;
           tile.c = yg + i0 * P + j0 + jq;
           e.addend = last && rg ? rg + i0 * P + j0 + jq : nullptr;

@@ -134,21 +134,6 @@ HWY_INLINE void RowFma(D d, float a, V b0, V b1, V& c0, V& c1) {
   if (NV > 1) c1 = hn::MulAdd(av, b1, c1);
 }
 
-// A tile's rows (its first t.mr) from its accumulators.
-template <int NV, class D, class V>
-HWY_INLINE void FinishTile(D d, const Tile& t, const Epilogue& e, V c00, V c01, V c10, V c11, V c20, V c21,
-                           V c30, V c31, V c40, V c41, V c50, V c51) {
-  const bool full = t.nr == NV * static_cast<int>(hn::Lanes(d));
-  const V lo = hn::Set(d, e.lo), hi = hn::Set(d, e.hi);
-  const int mr = t.mr;
-  FinishTileRow<NV>(d, c00, c01, 0, t, e, full, lo, hi);
-  if (mr > 1) FinishTileRow<NV>(d, c10, c11, 1, t, e, full, lo, hi);
-  if (mr > 2) FinishTileRow<NV>(d, c20, c21, 2, t, e, full, lo, hi);
-  if (mr > 3) FinishTileRow<NV>(d, c30, c31, 3, t, e, full, lo, hi);
-  if (mr > 4) FinishTileRow<NV>(d, c40, c41, 4, t, e, full, lo, hi);
-  if (mr > 5) FinishTileRow<NV>(d, c50, c51, 5, t, e, full, lo, hi);
-}
-
 // A tile of NV (1 or 2) vectors of columns with the FMAs of its first R (2, 4, 6) rows
 // only. One vector: tails of at most NR / 2 columns (with 32-wide panels 13x13 maps leave
 // 9 columns, 7x7 maps 17 = 16 + a dot column, plan_conv), which a two-vector tile computed
@@ -201,7 +186,15 @@ HWY_INLINE void TileRowsImpl(const Tile& t, const Epilogue& e, const int32_t* b_
       }
     }
   }
-  FinishTile<NV>(d, t, e, c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51);
+  const bool full = t.nr == NV * L;
+  const V lo = hn::Set(d, e.lo), hi = hn::Set(d, e.hi);
+  const int mr = t.mr;
+  FinishTileRow<NV>(d, c00, c01, 0, t, e, full, lo, hi);
+  if (mr > 1) FinishTileRow<NV>(d, c10, c11, 1, t, e, full, lo, hi);
+  if (mr > 2) FinishTileRow<NV>(d, c20, c21, 2, t, e, full, lo, hi);
+  if (mr > 3) FinishTileRow<NV>(d, c30, c31, 3, t, e, full, lo, hi);
+  if (mr > 4) FinishTileRow<NV>(d, c40, c41, 4, t, e, full, lo, hi);
+  if (mr > 5) FinishTileRow<NV>(d, c50, c51, 5, t, e, full, lo, hi);
 }
 
 // Six rows' FMAs for one k against one vector of B: A's rows p[0], p[ars], ... p[5 ars].
