@@ -4,6 +4,8 @@
 #include <cstring>
 #include <limits>
 
+#include "kernels/eltwise.h"
+
 namespace minnow {
 namespace cpu_dense {
 
@@ -233,8 +235,9 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s, int threads) const
   }
   if (threads > 0) {
     // The plan run() makes for this count: its slots, and room for a shared B after them
-    // (run() builds one when the scratch holds both).
+    // (run() builds one when the scratch holds both); or a K split's parts.
     const kernels::ConvPlan p = kernels::plan_conv(s, threads);
+    if (p.k_parts > 1) return bytes(k_parts_floats(s, p, threads));
     int64_t slots = run_slots(threads, p.tasks, p.slot_floats);
     if (p.shared_b_floats > 0) slots = std::max(slots, run_slots(threads, p.k_blocks, p.slot_floats));
     return bytes(SlotLayout::floats_for(threads, slots, p.slot_floats) +
@@ -248,8 +251,53 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s, int threads) const
                             ((s.Mg() + kernels::kGemmMR - 1) / kernels::kGemmMR);
   // A shared B (plan_conv with several workers), after the slots.
   const int64_t shared = kernels::conv_shared_b_floats(s);
-  return bytes(std::min<int64_t>(max_tasks, kernels::kConvMaxSlots) * p.slot_floats +
-               (shared > 0 ? shared + kSharedAlignFloats : 0));
+  int64_t floats = std::min<int64_t>(max_tasks, kernels::kConvMaxSlots) * p.slot_floats +
+                   (shared > 0 ? shared + kSharedAlignFloats : 0);
+  // A K split, on the counts that take one (its parts' partial sums).
+  for (int t = 2; t <= kernels::kConvMaxKParts; ++t) {
+    const kernels::ConvPlan pk = kernels::plan_conv(s, t);
+    if (pk.k_parts > 1) floats = std::max(floats, k_parts_floats(s, pk, t));
+  }
+  return bytes(floats);
+}
+
+// A K split's part slot: its partial sums ([M, P], whole cache lines), then the GEMM's slot.
+static int64_t k_part_slot_floats(const kernels::ConvShape& s, const kernels::ConvPlan& p) {
+  return (s.M * s.P() + kSharedAlignFloats - 1) / kSharedAlignFloats * kSharedAlignFloats + p.slot_floats;
+}
+
+int64_t k_parts_floats(const kernels::ConvShape& s, const kernels::ConvPlan& p, int threads) {
+  return SlotLayout::floats_for(threads, p.k_parts, k_part_slot_floats(s, p));
+}
+
+// One part per slot, laid out by thread (SlotLayout): the run team's static split gives
+// worker j part j, whose partial sums then stay in its cache; then each worker adds up
+// its share of the outputs from all the parts (f32_sum_clamp).
+void ConvPacked::run_k_parts(const RunContext& ctx, const kernels::ConvShape& s, const kernels::ConvPlan& p,
+                             const float* x, const float* w_rows, float* y, const float* addend) const {
+  const int64_t slot_floats = k_part_slot_floats(s, p), partial_floats = slot_floats - p.slot_floats;
+  const int64_t floats = int64_t(ctx.scratch_size() / sizeof(float));
+  if (floats < k_parts_floats(s, p, ctx.num_threads())) throw PluginError("conv: scratch too small");
+  float* scratch = static_cast<float*>(ctx.scratch());
+  const SlotLayout layout(ctx.num_threads(), p.k_parts, slot_floats, floats);
+  ctx.parallel_for(size_t(p.k_parts), 1, [&](size_t j0, size_t j1) {
+    for (size_t j = j0; j < j1; ++j) {
+      float* partial = layout.at(scratch, int64_t(j));
+      kernels::conv_gemm_part(s, gemm_, w_rows, p, int64_t(j), x, partial, partial + partial_floats);
+    }
+  });
+  const float* parts[kernels::kConvMaxKParts];
+  for (int64_t j = 0; j < p.k_parts; ++j) parts[j] = layout.at(scratch, j);
+  const int64_t n = s.M * s.P();
+  constexpr int64_t kLine = 16;  // chunks of whole cache lines of y
+  const int64_t chunks = (n + kLine - 1) / kLine;
+  const float lo = lo_, hi = hi_;
+  ctx.parallel_for(size_t(chunks), 1, [&](size_t c0, size_t c1) {
+    const int64_t i0 = int64_t(c0) * kLine, i1 = std::min(n, int64_t(c1) * kLine);
+    const float* at[kernels::kConvMaxKParts];
+    for (int64_t j = 0; j < p.k_parts; ++j) at[j] = parts[j] + i0;
+    kernels::f32_sum_clamp(at, p.k_parts, addend ? addend + i0 : nullptr, y + i0, i1 - i0, lo, hi);
+  });
 }
 
 void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const float* x,
@@ -260,6 +308,7 @@ void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const f
   if (!depthwise_) {
     const float lo = lo_, hi = hi_;
     const kernels::ConvPlan p = plan(s, threads);
+    if (p.k_parts > 1) return run_k_parts(ctx, s, p, x, w_rows, y, addend);
     float* shared = nullptr;
     int64_t slots_floats = int64_t(ctx.scratch_size() / sizeof(float));  // what the slots may take
     if (p.shared_b_floats > 0) {

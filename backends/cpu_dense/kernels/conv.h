@@ -71,6 +71,10 @@ ConvWeights pack_conv_weights(const float* w, int64_t M, int64_t K, int64_t grou
 
 // How one run is split: tasks = N * group * row chunks * column blocks (task t: column
 // block t % col_blocks, row chunk t / col_blocks % m_chunks, then group, then image).
+// Or, with k_parts > 1 (a pointwise conv with a deep K on a small map, several threads:
+// plan_conv's comment), K in k_parts ranges of part_k rows (whole k-blocks; the last may
+// be shorter), one per worker: conv_gemm_part runs part j into its own partial sums over
+// all pixels, f32_sum_clamp (eltwise.h) adds them up.
 struct ConvPlan {
   int64_t nc = 0, kc = 0;         // cache block: NC columns (multiple of NR), KC rows
   int64_t col_blocks = 0, m_chunks = 1, panels_per_chunk = 0, tasks = 0;
@@ -82,7 +86,9 @@ struct ConvPlan {
   // chunks): k_blocks blocks of shared_block floats (panels, then the dot columns at
   // shared_dot_off), built by conv_gemm_build_b before the tasks run on it.
   int64_t shared_b_floats = 0, shared_block = 0, shared_dot_off = 0, k_blocks = 0;
+  int64_t k_parts = 1, part_k = 0;  // part_k: K rows per part (k_parts > 1)
 };
+constexpr int kConvMaxKParts = 4;  // the most parts (threads) a K split takes
 // `threads`: how many workers will take tasks (more row chunks when columns are few).
 ConvPlan plan_conv(const ConvShape& s, int threads);
 // The shared_b_floats a plan of s has with any number of workers (0 where none shares B):
@@ -103,6 +109,11 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
                     const ConvPlan& p, int64_t t, const float* x, float* y, float* slot,
                     float lo, float hi, const float* addend = nullptr,
                     const float* shared_b = nullptr);
+// Part `part` (< plan.k_parts) of a K-split plan: every column block of the GEMM over
+// K rows [part * part_k, min(K, (part + 1) * part_k)) into `partial` ([M, P] of one
+// image, group 1), unclamped, the bias added by part 0 only. `slot`: plan.slot_floats.
+void conv_gemm_part(const ConvShape& s, const ConvWeights& w, const float* w_rows, const ConvPlan& p,
+                    int64_t part, const float* x, float* partial, float* slot);
 // Builds k-block kb (< plan.k_blocks) of the shared B into shared_b (plan.shared_b_floats
 // floats); slot (plan.slot_floats) holds its tables. Calls for different kb may run
 // concurrently.

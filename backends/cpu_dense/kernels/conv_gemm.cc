@@ -156,6 +156,25 @@ bool rows_share_b(const ConvShape& s) {
 
 constexpr int64_t kHalfTailMaxPanels = 16;  // plan_conv: half-panel tails on maps this small
 
+// K split (ConvPlan::k_parts): pointwise convs on small maps whose K gives each of the
+// threads kKPartMinK rows or more. Split by pixels or rows of W, every worker read all of
+// K for its pixels, half of which (on 2 threads) the other worker's cache held: the
+// depthwise conv before a projection writes its channel blocks split over the workers.
+// Split by K, each worker reads its own channels over all pixels (the single-thread
+// loops, W's row panels reused across all column panels) into partial sums, then the
+// workers add up their share of the partials (one pass over M x P floats per part).
+// Xeon (AVX-512), 2 threads, one layer with its input written by channel halves, median
+// of 1000 interleaved runs: 576 -> 96 at 14x14 85-88 us against 110-118 (row or column
+// split), 384 -> 64 39 against 57, 512 -> 64 at 13x13 51 against 69, 384 -> 48 41 against
+// 55; 192 -> 64 (96 rows a part) no faster.
+constexpr int64_t kKPartMinK = 192, kKPartsMaxPixels = 256;
+int64_t k_parts_for(const ConvShape& s, int threads) {
+  if (threads < 2 || threads > kConvMaxKParts || !s.pointwise() || s.N * s.group != 1 || s.P() > kKPartsMaxPixels ||
+      s.K() < threads * kKPartMinK || s.K() < 2 * s.M)
+    return 1;
+  return threads;
+}
+
 // The shared B of a plan whose one column block holds all P pixels: k-blocks of kc rows
 // by P rounded up to panels, each followed by its dot columns.
 void set_shared_b(const ConvShape& s, ConvPlan& p) {
@@ -205,6 +224,12 @@ ConvPlan plan_conv(const ConvShape& s, int threads) {
   if ((nr == 16 || (nr >= 32 && l1_sets_of_rows(P) <= 4)) && s.pointwise() && s.Mg() <= 32 && !tall) {
     const int64_t spread_kc = kSpreadRowsPerSet * l1_sets_of_rows(P);  // rows_spread's limit
     kchunks = std::max(kchunks, (K + spread_kc - 1) / spread_kc);
+  }
+  // A K split takes whole k-blocks per part, and the single-thread plan within each.
+  const int64_t k_parts = k_parts_for(s, threads);
+  if (k_parts > 1) {
+    kchunks = (kchunks + k_parts - 1) / k_parts * k_parts;
+    threads = 1;
   }
   p.kc = (K + kchunks - 1) / kchunks;
   const int64_t panels = (s.Mg() + kGemmMR - 1) / kGemmMR;
@@ -296,6 +321,11 @@ ConvPlan plan_conv(const ConvShape& s, int threads) {
     p.tasks = images * p.col_blocks * p.m_chunks;
     set_shared_b(s, p);
   }
+  if (k_parts > 1) {
+    p.k_parts = k_parts;
+    p.part_k = p.kc * (kchunks / k_parts);
+    p.tasks = k_parts;
+  }
   return p;
 }
 
@@ -319,7 +349,8 @@ namespace {
 // (build_b not null): only k-block build_kb's B built, into build_b's blocks.
 void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, const ConvPlan& p,
                int64_t t, const float* x, float* y, float* slot, float lo, float hi,
-               const float* addend, const float* shared_b, float* build_b, int64_t build_kb) {
+               const float* addend, const float* shared_b, float* build_b, int64_t build_kb,
+               int64_t k_begin, int64_t k_end) {
   // Column blocks vary fastest: the workers take contiguous runs of tasks (run_in_slots),
   // and with the row chunk fastest a run of two tasks was one column block's two chunks,
   // so with a narrow last block one worker got both wide tasks and the other both narrow
@@ -360,8 +391,8 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
                                             : WindowRuns{};
 
   const bool build_only = build_b != nullptr;
-  for (int64_t k0 = build_only ? build_kb * p.kc : 0; k0 < K; k0 += p.kc) {
-    const int64_t kc = std::min(p.kc, K - k0);
+  for (int64_t k0 = build_only ? build_kb * p.kc : k_begin; k0 < k_end; k0 += p.kc) {
+    const int64_t kc = std::min(p.kc, k_end - k0);
     // This k-block's B panels and dot columns: built at bw / btw (the slot, or the shared
     // block being built), read at bb / bt (the shared block when given one).
     float* bw = build_only ? build_b + k0 / p.kc * p.shared_block : slot;
@@ -433,8 +464,8 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
     if (build_only) return;
     Epilogue e;
     e.bias_per_row = true;
-    e.beta = k0 > 0 || onto_addend ? 1.0f : 0.0f;
-    const bool last = k0 + kc >= K;  // the last k-block finishes: addend, clamp
+    e.beta = k0 > k_begin || onto_addend ? 1.0f : 0.0f;
+    const bool last = k0 + kc >= k_end;  // the last k-block finishes: addend, clamp
     if (last) {
       e.lo = lo;
       e.hi = hi;
@@ -494,7 +525,7 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
               tt.c = yg + r0 * P + j0 + jq + h;
               e.bias = (k0 == 0 && w.bias) ? w.bias.get() + r0 : nullptr;
               e.addend = last && rg ? rg + r0 * P + j0 + jq + h : nullptr;
-              if (k0 == 0) prefetch_tile_rows(tt.c, P, tt.mr, tt.nr, true);
+              if (k0 == k_begin) prefetch_tile_rows(tt.c, P, tt.mr, tt.nr, true);
               if (e.addend) prefetch_tile_rows(e.addend, P, tt.mr, tt.nr, false);
               tall_fn(tt, e);
             }
@@ -532,14 +563,14 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
           e.bias = (k0 == 0 && w.bias) ? w.bias.get() + g * Mg + i0 : nullptr;
           tile.c = yg + i0 * P + j0 + jq;
           e.addend = last && rg ? rg + i0 * P + j0 + jq : nullptr;
-          // The tile's rows of C (first written here, k0 == 0) and of a fused addend (read
+          // The tile's rows of C (first written here, k0 == k_begin) and of a fused addend (read
           // in the epilogue) are usually not in cache (a model's tensors outgrow L2): their
           // lines are fetched while the tile's K loop runs, instead of each store or load
           // of the epilogue waiting for one. Zen 3, one layer, 21 alternating runs: 1x1
           // 256 -> 1024 at 14x14 with an addend 0.76-0.79x, without 0.85-0.88x, 128 -> 512
           // at 28x28 0.90-0.94x, 64 -> 256 at 56x56 with an addend 0.88-0.91x, 3x3 layers
           // 0.91-1.0x.
-          if (k0 == 0) prefetch_tile_rows(tile.c, P, tile.mr, tile.nr, true);
+          if (k0 == k_begin) prefetch_tile_rows(tile.c, P, tile.mr, tile.nr, true);
           if (e.addend) prefetch_tile_rows(e.addend, P, tile.mr, tile.nr, false);
           tile_fn(tile, e);
           if (tile.mr > kGemmMR) ++pi;
@@ -572,12 +603,20 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
 void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows,
                     const ConvPlan& p, int64_t t, const float* x, float* y, float* slot,
                     float lo, float hi, const float* addend, const float* shared_b) {
-  gemm_task(s, w, w_rows, p, t, x, y, slot, lo, hi, addend, shared_b, nullptr, 0);
+  gemm_task(s, w, w_rows, p, t, x, y, slot, lo, hi, addend, shared_b, nullptr, 0, 0, s.K());
+}
+
+void conv_gemm_part(const ConvShape& s, const ConvWeights& w, const float* w_rows, const ConvPlan& p,
+                    int64_t part, const float* x, float* partial, float* slot) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const int64_t k0 = part * p.part_k, k1 = std::min(s.K(), k0 + p.part_k);
+  for (int64_t cb = 0; cb < p.col_blocks; ++cb)
+    gemm_task(s, w, w_rows, p, cb, x, partial, slot, -inf, inf, nullptr, nullptr, nullptr, 0, k0, k1);
 }
 
 void conv_gemm_build_b(const ConvShape& s, const ConvWeights& w, const ConvPlan& p, int64_t kb,
                        const float* x, float* shared_b, float* slot) {
-  gemm_task(s, w, nullptr, p, 0, x, nullptr, slot, 0.0f, 0.0f, nullptr, nullptr, shared_b, kb);
+  gemm_task(s, w, nullptr, p, 0, x, nullptr, slot, 0.0f, 0.0f, nullptr, nullptr, shared_b, kb, 0, s.K());
 }
 
 void conv_ref(const ConvShape& s, const float* x, const float* w, const float* bias, float* y,

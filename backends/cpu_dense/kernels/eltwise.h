@@ -25,6 +25,15 @@ void f32_clip_ref(const float* x, float* y, int64_t n, float lo, float hi);
 void f32_leaky_relu(const float* x, float* y, int64_t n, float alpha);
 void f32_leaky_relu_ref(const float* x, float* y, int64_t n, float alpha);
 
+// y[i] = min(max(xs[0][i] + xs[1][i] + ... + xs[count - 1][i] (+ addend[i]), lo), hi), summed
+// in that order, for i < n (count >= 1): the K-split GEMM's partial sums (conv.h) finished
+// as its epilogue would (Max then Min, whose NaN handling is the target's, as there).
+// `addend` is null or n floats; y may equal it or xs[0].
+void f32_sum_clamp(const float* const* xs, int64_t count, const float* addend, float* y, int64_t n, float lo,
+                   float hi);
+void f32_sum_clamp_ref(const float* const* xs, int64_t count, const float* addend, float* y, int64_t n, float lo,
+                       float hi);
+
 enum class BinaryKind : int { kAdd, kSub, kMul, kDiv };
 
 // y[i] = A(i) op B(i), A(i) = a_scalar ? a[0] : a[i] (B likewise). y may equal a or b.

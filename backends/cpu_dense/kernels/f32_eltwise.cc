@@ -2,6 +2,8 @@
 // in f32_eltwise_hwy.cc are tested against.
 #include "kernels/eltwise.h"
 
+#include <algorithm>
+
 namespace minnow {
 namespace cpu_dense {
 namespace kernels {
@@ -39,6 +41,16 @@ void f32_binary_ref(BinaryKind op, const float* a, bool as, const float* b, bool
       return binary_loop([](float p, float q) { return p * q; }, a, as, b, bs, y, n);
     case BinaryKind::kDiv:
       return binary_loop([](float p, float q) { return p / q; }, a, as, b, bs, y, n);
+  }
+}
+
+void f32_sum_clamp_ref(const float* const* xs, int64_t count, const float* addend, float* y, int64_t n, float lo,
+                       float hi) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = xs[0][i];
+    for (int64_t j = 1; j < count; ++j) v += xs[j][i];
+    if (addend) v += addend[i];
+    y[i] = std::min(std::max(v, lo), hi);
   }
 }
 

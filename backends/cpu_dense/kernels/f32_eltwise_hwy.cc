@@ -3,6 +3,8 @@
 // the scalar expression of the reference, so every element gets the same value as there.
 // Activations use compare-and-select rather than Min/Max: Max(NaN, 0) differs between
 // targets, the selects give the reference's NaN behaviour everywhere.
+#include <algorithm>
+
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/f32_eltwise_hwy.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -113,6 +115,27 @@ void BinaryImpl(BinaryKind op, const float* a, bool as, const float* b, bool bs,
   }
 }
 
+// One vector of y at a time (the parts and the addend are read once each; memory-bound).
+void SumClampImpl(const float* const* xs, int64_t count, const float* addend, float* y, int64_t n, float lo,
+                  float hi) {
+  const hn::ScalableTag<float> d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const auto vlo = hn::Set(d, lo), vhi = hn::Set(d, hi);
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    auto v = hn::LoadU(d, xs[0] + i);
+    for (int64_t j = 1; j < count; ++j) v = hn::Add(v, hn::LoadU(d, xs[j] + i));
+    if (addend) v = hn::Add(v, hn::LoadU(d, addend + i));
+    hn::StoreU(hn::Min(hn::Max(v, vlo), vhi), d, y + i);
+  }
+  for (; i < n; ++i) {
+    float v = xs[0][i];
+    for (int64_t j = 1; j < count; ++j) v += xs[j][i];
+    if (addend) v += addend[i];
+    y[i] = std::min(std::max(v, lo), hi);
+  }
+}
+
 // Two vector accumulators per plane (planes are small feature maps, 7x7 to 56x56).
 void GlobalAvgImpl(const float* x, int64_t planes, int64_t plane, float* y) {
   const hn::ScalableTag<float> d;
@@ -148,6 +171,7 @@ HWY_EXPORT(ClipImpl);
 HWY_EXPORT(LeakyReluImpl);
 HWY_EXPORT(BinaryImpl);
 HWY_EXPORT(GlobalAvgImpl);
+HWY_EXPORT(SumClampImpl);
 
 void f32_relu(const float* x, float* y, int64_t n) { HWY_DYNAMIC_DISPATCH(ReluImpl)(x, y, n); }
 void f32_clip(const float* x, float* y, int64_t n, float lo, float hi) {
@@ -159,6 +183,10 @@ void f32_leaky_relu(const float* x, float* y, int64_t n, float alpha) {
 void f32_binary(BinaryKind op, const float* a, bool as, const float* b, bool bs, float* y,
                 int64_t n) {
   HWY_DYNAMIC_DISPATCH(BinaryImpl)(op, a, as, b, bs, y, n);
+}
+void f32_sum_clamp(const float* const* xs, int64_t count, const float* addend, float* y, int64_t n, float lo,
+                   float hi) {
+  HWY_DYNAMIC_DISPATCH(SumClampImpl)(xs, count, addend, y, n, lo, hi);
 }
 void f32_global_avg(const float* x, int64_t planes, int64_t plane, float* y) {
   HWY_DYNAMIC_DISPATCH(GlobalAvgImpl)(x, planes, plane, y);

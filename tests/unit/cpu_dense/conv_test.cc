@@ -331,6 +331,16 @@ TEST_SUITE("conv") {
       c.pads = {1, 0, 2, 1};
       specs.push_back(c);
     }
+    {  // 1x1, 800 -> 24 channels on a 9x9 map: on 4 threads (Ctx::kTbb) K in four parts
+       // (kernels/conv.h, ConvPlan::k_parts), each part's partial sums in the scratch
+      ConvSpec c;
+      c.x = {1, 800, 9, 9};
+      c.M = 24;
+      c.k = {1, 1};
+      c.s = {1, 1};
+      c.d = {1, 1};
+      specs.push_back(c);
+    }
     {  // 1-D long signal, dilated
       ConvSpec c;
       c.x = {3, 5, 500};

@@ -152,6 +152,7 @@ std::vector<float> conv_ref_with_addend(const ConvShape& s, const std::vector<fl
 }
 
 int shared_b_cases = 0;  // check_conv runs that took the plan's shared B
+int k_split_cases = 0;   // check_conv runs whose plan split K (ConvPlan::k_parts)
 
 // Runs one convolution through conv_gemm (all tasks, slots reused as one worker would)
 // or dwconv (when it applies and `depthwise`), and compares with conv_ref.
@@ -202,17 +203,32 @@ void check_conv(std::mt19937& rng, const ConvCase& c, bool depthwise, bool clamp
       const ConvWeights cw = pack_conv_weights(w.data(), s.M, s.K(), s.group, bias.data(), how, s.taps() == 1);
       const ConvPlan p = plan_conv(s, threads);
       std::vector<float> slot(size_t(p.slot_floats), kNaN);
+      // Every task; or with a K split every part (the last first, as another worker might)
+      // into partial sums of its own, then their sum with the addend, clamped.
+      std::vector<float> partials;
+      const auto run_all = [&](float* y, const float* add) {
+        if (p.k_parts == 1) {
+          for (int64_t t = 0; t < p.tasks; ++t) conv_gemm_task(s, cw, w.data(), p, t, x.data(), y, slot.data(), lo, hi, add);
+          return;
+        }
+        REQUIRE(s.N == 1);
+        const int64_t n = s.M * s.P();
+        partials.assign(size_t(p.k_parts * n), kNaN);
+        std::vector<const float*> parts;
+        for (int64_t j = p.k_parts - 1; j >= 0; --j)
+          conv_gemm_part(s, cw, w.data(), p, j, x.data(), partials.data() + j * n, slot.data());
+        for (int64_t j = 0; j < p.k_parts; ++j) parts.push_back(partials.data() + j * n);
+        f32_sum_clamp(parts.data(), p.k_parts, add, y, n, lo, hi);
+      };
+      if (p.k_parts > 1) ++k_split_cases;
       std::fill(got.begin(), got.end(), kNaN);
-      for (int64_t t = 0; t < p.tasks; ++t)
-        conv_gemm_task(s, cw, w.data(), p, t, x.data(), got.data(), slot.data(), lo, hi);
+      run_all(got.data(), nullptr);
       expect_close(got, want, what);
       std::fill(got.begin(), got.end(), kNaN);
-      for (int64_t t = 0; t < p.tasks; ++t)
-        conv_gemm_task(s, cw, w.data(), p, t, x.data(), got.data(), slot.data(), lo, hi, addend.data());
+      run_all(got.data(), addend.data());
       expect_close(got, with_addend, what + " + addend");
       got = addend;
-      for (int64_t t = 0; t < p.tasks; ++t)
-        conv_gemm_task(s, cw, w.data(), p, t, x.data(), got.data(), slot.data(), lo, hi, got.data());
+      run_all(got.data(), got.data());
       expect_close(got, with_addend, what + " onto the addend in y");
       if (p.shared_b_floats > 0) {
         // One B shared by the row chunks: its k-blocks built first (last one first, as
@@ -389,14 +405,35 @@ TEST_CASE("GEMM convolution matches the reference") {
       for (bool clamp : {false, true}) check_conv(rng, c, false, clamp, threads);
   // 1x1 convs with a W of 512 KB or more over 2-8 panels of pixels (14x14 at NR 32, 7x8
   // at NR 8 and 16), stride 1 and 2: on several threads one column block in row chunks
-  // that share B (rows_share_b), with dot tails. Large, so on 2 threads only.
+  // that share B (rows_share_b), with dot tails; 1200 -> 110 at stride 1 splits K instead
+  // (K >= 2 M). Large, so on 2 threads only.
   const ConvCase large_w[] = {
+      {1, 300, 1200, 1, {1, 14, 14}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       {1, 1200, 110, 1, {1, 14, 14}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       {1, 1200, 110, 1, {1, 7, 8}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       {1, 1200, 110, 1, {1, 27, 27}, {1, 1, 1}, {1, 2, 2}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
   };
   for (const ConvCase& c : large_w) check_conv(rng, c, false, true, 2);
   CHECK(shared_b_cases > 0);  // small maps on several threads share B (3x3 at 7x7, 5x5, ...)
+  // Pointwise convs with a deep K on small maps split K over 2-4 workers (plan_conv's
+  // k_parts): mobilenet_v2's 576 -> 96 at 14x14 (parts of whole k-blocks; two column
+  // blocks with 16-wide panels), tall tiles (20 rows) and a half-panel tail at 7x7, a
+  // last part shorter than the others and a tail of 9 at 13x13 on 3 workers, 4 parts
+  // of one k-block with a single-pixel map, and 1100 -> 9 (several k-blocks a part).
+  const struct {
+    ConvCase c;
+    int threads;
+  } k_split[] = {
+      {{1, 576, 96, 1, {1, 14, 14}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}}, 2},
+      {{1, 400, 20, 1, {1, 7, 7}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}}, 2},
+      {{1, 700, 9, 1, {1, 13, 13}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}}, 3},
+      {{1, 800, 7, 1, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}}, 4},
+      {{1, 2300, 9, 1, {1, 3, 11}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}}, 2},
+  };
+  const int before = k_split_cases;
+  for (const auto& k : k_split)
+    for (bool clamp : {false, true}) check_conv(rng, k.c, false, clamp, k.threads);
+  CHECK(k_split_cases - before == 20);  // every one split (2 packings x 2 clamps x 5)
 }
 
 TEST_CASE("direct convolution on phase planes matches the reference") {
@@ -513,7 +550,7 @@ TEST_CASE("plan_conv shares B between row chunks for 1x1 convs with a large W on
   const int64_t side = nr == 32 ? 14 : nr == 16 ? 10 : 7;
   for (int64_t stride : {1, 2}) {
     const int64_t in = stride == 1 ? side : 2 * side - 1;
-    ConvShape s = shape_of({1, 1024, 256, 1, {1, in, in}, {1, 1, 1}, {1, stride, stride}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}});
+    ConvShape s = shape_of({1, 256, 1024, 1, {1, in, in}, {1, 1, 1}, {1, stride, stride}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}});
     REQUIRE(s.P() == side * side);
     const ConvPlan two = plan_conv(s, 2);
     CHECK(two.col_blocks == 1);
@@ -525,6 +562,30 @@ TEST_CASE("plan_conv shares B between row chunks for 1x1 convs with a large W on
     s = shape_of({1, 64, 384, 1, {1, side, side}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}});
     CHECK(plan_conv(s, 2).shared_b_floats == 0);
   }
+}
+
+TEST_CASE("plan_conv splits K over the workers for deep pointwise convs on small maps") {
+  const auto pw = [](int64_t C, int64_t M, int64_t side) {
+    return shape_of({1, C, M, 1, {1, side, side}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}});
+  };
+  const ConvShape s = pw(576, 96, 14);
+  const ConvPlan two = plan_conv(s, 2);
+  CHECK(two.k_parts == 2);
+  CHECK(two.tasks == 2);
+  CHECK(two.part_k % two.kc == 0);                       // whole k-blocks a part
+  CHECK(two.part_k < s.K());                              // the last part is not empty
+  CHECK(two.part_k * 2 >= s.K());
+  CHECK(two.m_chunks == 1);                               // each part: all rows, all pixels
+  CHECK(two.col_blocks == plan_conv(s, 1).col_blocks);
+  CHECK(plan_conv(pw(700, 9, 13), 3).k_parts == 3);
+  CHECK(plan_conv(s, 1).k_parts == 1);                    // one thread
+  CHECK(plan_conv(s, 8).k_parts == 1);                    // more workers than parts pay
+  CHECK(plan_conv(pw(192, 64, 14), 2).k_parts == 1);      // under 192 rows a part
+  CHECK(plan_conv(pw(512, 2048, 7), 2).k_parts == 1);     // K < 2 M: the partials cost more
+  CHECK(plan_conv(pw(1024, 512, 7), 2).k_parts == 2);
+  CHECK(plan_conv(pw(576, 96, 28), 2).k_parts == 1);      // a larger map splits pixels
+  ConvShape strided = shape_of({1, 576, 96, 1, {1, 27, 27}, {1, 1, 1}, {1, 2, 2}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}});
+  CHECK(plan_conv(strided, 2).k_parts == 1);              // B gathered, not read in place
 }
 
 TEST_CASE("plan_conv gives tails a little over half a panel to a half tile and dots") {
