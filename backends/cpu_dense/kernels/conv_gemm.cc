@@ -156,20 +156,26 @@ bool rows_share_b(const ConvShape& s) {
 
 constexpr int64_t kHalfTailMaxPanels = 16;  // plan_conv: half-panel tails on maps this small
 
-// K split (ConvPlan::k_parts): pointwise convs on small maps whose K gives each of the
-// threads kKPartMinK rows or more. Split by pixels or rows of W, every worker read all of
-// K for its pixels, half of which (on 2 threads) the other worker's cache held: the
-// depthwise conv before a projection writes its channel blocks split over the workers.
-// Split by K, each worker reads its own channels over all pixels (the single-thread
-// loops, W's row panels reused across all column panels) into partial sums, then the
-// workers add up their share of the partials (one pass over M x P floats per part).
+// K split (ConvPlan::k_parts): pointwise and 2-D windowed convs on small maps whose K
+// gives each of the threads kKPartMinK rows or more, and is at least twice M. Split by
+// pixels or rows of W, every worker read all of K for its pixels, half of which (on 2
+// threads) the other worker's cache held: the depthwise conv before a projection writes
+// its channel blocks split over the workers; the row chunks of a 3x3 conv each streamed
+// the whole shared B (2 MB for resnet50's 3x3 256 at 14x14), half built by the other
+// worker. Split by K, each worker reads (or builds) its own k-blocks over all pixels, W's
+// row panels reused across all column panels as on one thread, into partial sums; then
+// the workers add up their share of the partials (a pass over M x P floats per part,
+// hence K >= 2 M: with resnet50's 512 -> 2048 at 7x7, 256 rows a part, it lost 5 %).
 // Xeon (AVX-512), 2 threads, one layer with its input written by channel halves, median
 // of 1000 interleaved runs: 576 -> 96 at 14x14 85-88 us against 110-118 (row or column
 // split), 384 -> 64 39 against 57, 512 -> 64 at 13x13 51 against 69, 384 -> 48 41 against
-// 55; 192 -> 64 (96 rows a part) no faster.
+// 55; 192 -> 64 (96 rows a part) no faster. In the models (per-node medians of 3
+// alternating `--profile` runs, 2 threads): resnet50's 1x1 1024 -> 256 at 14x14 0.90-0.91x
+// the time, its 3x3 256 at 14x14 (stride 2) 0.87x and 512 at 7x7 0.90-0.93x; resnet18's
+// 3x3 128 -> 256 stride 2 0.81x, 512 at 7x7 0.91-0.92x.
 constexpr int64_t kKPartMinK = 192, kKPartsMaxPixels = 256;
 int64_t k_parts_for(const ConvShape& s, int threads) {
-  if (threads < 2 || threads > kConvMaxKParts || !s.pointwise() || s.N * s.group != 1 || s.P() > kKPartsMaxPixels ||
+  if (threads < 2 || threads > kConvMaxKParts || !(s.pointwise() || window_applies(s)) || s.N * s.group != 1 || s.P() > kKPartsMaxPixels ||
       s.K() < threads * kKPartMinK || s.K() < 2 * s.M)
     return 1;
   return threads;

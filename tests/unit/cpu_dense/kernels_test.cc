@@ -415,7 +415,7 @@ TEST_CASE("GEMM convolution matches the reference") {
   };
   for (const ConvCase& c : large_w) check_conv(rng, c, false, true, 2);
   CHECK(shared_b_cases > 0);  // small maps on several threads share B (3x3 at 7x7, 5x5, ...)
-  // Pointwise convs with a deep K on small maps split K over 2-4 workers (plan_conv's
+  // Pointwise and 3x3 convs with a deep K on small maps split K over 2-4 workers (plan_conv's
   // k_parts): mobilenet_v2's 576 -> 96 at 14x14 (parts of whole k-blocks; two column
   // blocks with 16-wide panels), tall tiles (20 rows) and a half-panel tail at 7x7, a
   // last part shorter than the others and a tail of 9 at 13x13 on 3 workers, 4 parts
@@ -429,11 +429,16 @@ TEST_CASE("GEMM convolution matches the reference") {
       {{1, 700, 9, 1, {1, 13, 13}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}}, 3},
       {{1, 800, 7, 1, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}}, 4},
       {{1, 2300, 9, 1, {1, 3, 11}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}}, 2},
+      // 3x3 convs (B built from a window per k-block; parts that split a channel's taps):
+      // stride 1 with pads at 9x9, stride 2 to 8x8, dilated on 3 workers
+      {{1, 64, 20, 1, {1, 9, 9}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}}, 2},
+      {{1, 101, 30, 1, {1, 15, 15}, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}}, 2},
+      {{1, 70, 13, 1, {1, 11, 12}, {1, 3, 3}, {1, 1, 1}, {1, 2, 2}, {0, 2, 1}, {0, 1, 2}}, 3},
   };
   const int before = k_split_cases;
   for (const auto& k : k_split)
     for (bool clamp : {false, true}) check_conv(rng, k.c, false, clamp, k.threads);
-  CHECK(k_split_cases - before == 20);  // every one split (2 packings x 2 clamps x 5)
+  CHECK(k_split_cases - before == 32);  // every one split (2 packings x 2 clamps x 8)
 }
 
 TEST_CASE("direct convolution on phase planes matches the reference") {
@@ -585,7 +590,10 @@ TEST_CASE("plan_conv splits K over the workers for deep pointwise convs on small
   CHECK(plan_conv(pw(1024, 512, 7), 2).k_parts == 2);
   CHECK(plan_conv(pw(576, 96, 28), 2).k_parts == 1);      // a larger map splits pixels
   ConvShape strided = shape_of({1, 576, 96, 1, {1, 27, 27}, {1, 1, 1}, {1, 2, 2}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}});
-  CHECK(plan_conv(strided, 2).k_parts == 1);              // B gathered, not read in place
+  CHECK(plan_conv(strided, 2).k_parts == 1);              // a strided 1x1: B gathered
+  ConvShape three = shape_of({1, 256, 256, 1, {1, 28, 28}, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}});
+  CHECK(plan_conv(three, 2).k_parts == 2);                // resnet50's 3x3 stride 2 at 14x14
+  CHECK(plan_conv(three, 2).shared_b_floats == 0);
 }
 
 TEST_CASE("plan_conv gives tails a little over half a panel to a half tile and dots") {
