@@ -189,7 +189,7 @@ void ConvPacked::run_expand(const RunContext& ctx, const kernels::ConvShape& s, 
 kernels::ConvPlan ConvPacked::plan(const kernels::ConvShape& s, int threads) const {
   std::lock_guard<std::mutex> lock(plan_mu_);
   if (plan_threads_ != threads || !(plan_shape_ == s)) {
-    plan_ = kernels::plan_conv(s, threads);
+    plan_ = kernels::plan_conv(s, threads, input_by_channels_);
     plan_shape_ = s;
     plan_threads_ = threads;
   }
@@ -236,7 +236,7 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s, int threads) const
   if (threads > 0) {
     // The plan run() makes for this count: its slots, and room for a shared B after them
     // (run() builds one when the scratch holds both); or a K split's parts.
-    const kernels::ConvPlan p = kernels::plan_conv(s, threads);
+    const kernels::ConvPlan p = kernels::plan_conv(s, threads, input_by_channels_);
     if (p.k_parts > 1) return bytes(k_parts_floats(s, p, threads));
     int64_t slots = run_slots(threads, p.tasks, p.slot_floats);
     if (p.shared_b_floats > 0) slots = std::max(slots, run_slots(threads, p.k_blocks, p.slot_floats));
@@ -255,7 +255,7 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s, int threads) const
                    (shared > 0 ? shared + kSharedAlignFloats : 0);
   // A K split, on the counts that take one (its parts' partial sums).
   for (int t = 2; t <= kernels::kConvMaxKParts; ++t) {
-    const kernels::ConvPlan pk = kernels::plan_conv(s, t);
+    const kernels::ConvPlan pk = kernels::plan_conv(s, t, input_by_channels_);
     if (pk.k_parts > 1) floats = std::max(floats, k_parts_floats(s, pk, t));
   }
   return bytes(floats);

@@ -145,6 +145,10 @@ class ConvPacked {
   // run then goes through run_expand and the input is never stored.
   bool fuse_expand(const ConvPacked& expand, const float* w1, int64_t K, const kernels::ConvShape& s);
   bool fused_expand() const { return expand_.K > 0; }
+  bool depthwise() const { return depthwise_; }
+  // The input is written split by channels over the threads (a depthwise conv's channel
+  // blocks write it): plan_conv may then split K on larger maps too.
+  void set_input_by_channels(bool v) { input_by_channels_ = v; }
   // The run with the expand fused: x1 = the expand's input [N, K, in...] (s as at fusing).
   void run_expand(const RunContext& ctx, const kernels::ConvShape& s, const float* x1, float* y) const;
   // Every later run clamps its outputs to [lo, hi] (a fused Relu / Clip).
@@ -171,6 +175,7 @@ class ConvPacked {
   float lo_ = -std::numeric_limits<float>::infinity();
   float hi_ = std::numeric_limits<float>::infinity();
   bool depthwise_ = false;
+  bool input_by_channels_ = false;
   // Few input channels, many taps per stride^2 (kernels::conv_direct_applies but for the run's
   // shapes): name() says the direct kernel.
   bool direct_name_ = false;

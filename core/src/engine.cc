@@ -194,6 +194,7 @@ Status PreparedModel::Impl::select(const Model& model, const BackendPolicy& pol,
   }
   fuse_activations(model, *kernels, choices);
   fuse_producers(model, *kernels, choices);
+  tell_producers(model, *kernels);
   return Status::ok();
 }
 
@@ -326,6 +327,47 @@ void PreparedModel::Impl::fuse_activations(const Model& model,
       }
     }
     if (fused) mark(b, "clamp applied by " + producer_text + " as it writes");
+  }
+}
+
+void PreparedModel::Impl::tell_producers(const Model& model,
+                                         const std::vector<std::shared_ptr<PreparedKernel>>& kernels) const {
+  const auto& g = model.graph();
+  // The node whose kernel runs for each node: itself, or the kernel that absorbed it (a
+  // fused clamp or Add); -1 where none does (a fused producer computed by its consumer:
+  // its output is never stored).
+  std::vector<int> runs_as(g.nodes.size(), -1);
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    if (kernels[n]) runs_as[n] = int(n);
+  for (size_t q = 0; q < g.nodes.size(); ++q) {
+    if (!kernels[q]) continue;
+    if (kernels[q]->fused_node >= 0) runs_as[size_t(kernels[q]->fused_node)] = int(q);
+    if (kernels[q]->fused_add_node >= 0) runs_as[size_t(kernels[q]->fused_add_node)] = int(q);
+  }
+  for (size_t q = 0; q < g.nodes.size(); ++q) {
+    if (!kernels[q]) continue;
+    if (kernels[q]->fused_producer_node >= 0) runs_as[size_t(kernels[q]->fused_producer_node)] = -1;
+    if (kernels[q]->producer_act_node >= 0) runs_as[size_t(kernels[q]->producer_act_node)] = -1;
+  }
+  std::vector<int> writer(g.tensors.size(), -1);
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (int32_t o : g.nodes[n].outputs)
+      if (o >= 0) writer[size_t(o)] = int(n);
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  for (size_t b = 0; b < g.nodes.size(); ++b) {
+    const auto& pk = kernels[b];
+    if (!pk || runs_as[b] != int(b) || pk->k.struct_size < offsetof(mn_kernel, set_producer) + sizeof(pk->k.set_producer) ||
+        !pk->k.set_producer)
+      continue;
+    const ir::Node& node = g.nodes[b];
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const int32_t t = node.inputs[i];
+      if (t < 0 || writer[size_t(t)] < 0) continue;
+      const int p = runs_as[size_t(writer[size_t(t)])];
+      if (p < 0 || p == int(b) || runs_as[size_t(p)] != p) continue;  // not stored, or its kernel absorbed
+      const auto& pp = kernels[size_t(p)];
+      if (pp && pp->backend == pk->backend) pk->k.set_producer(pk->k.state, int32_t(i), pp->k.state);
+    }
   }
 }
 

@@ -61,6 +61,9 @@ struct PreparedModel::Impl {
   // engine.cc). Runs after fuse_activations: a producer's clamp is part of what it hands on.
   void fuse_producers(const Model& model, const std::vector<std::shared_ptr<PreparedKernel>>& kernels,
                       std::vector<KernelChoice>* choices) const;
+  // Tells each kernel with mn_kernel.set_producer which kernel of its backend writes each
+  // of its inputs (after the fusions: the kernel that runs for the writer).
+  void tell_producers(const Model& model, const std::vector<std::shared_ptr<PreparedKernel>>& kernels) const;
   // Chooses and prepares a kernel for every node under `policy`.
   Status select(const Model& model, const BackendPolicy& policy,
                 std::vector<std::shared_ptr<PreparedKernel>>* kernels,

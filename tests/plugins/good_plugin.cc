@@ -1,8 +1,10 @@
 // A well-formed test plugin: a backend "test_backend" that runs Relu (cheaply, to win the
 // bid only when asked) and a custom op "test::AddConst" (shape function + kernel), plus
-// "test::Fail" whose kernel throws, and "test::TakeRows" whose output has run-time dims
-// (ABI 1.2): enough to exercise loading, bidding, op plugins, fault handling and
-// run-time-sized outputs through the real ABI.
+// "test::Fail" whose kernel throws, "test::TakeRows" whose output has run-time dims
+// (ABI 1.2), and "test::Producer", which outputs what the host told its kernel about
+// the kernel writing its input (ABI 1.8, set_producer): the AddConst's constant, or -1
+// when told nothing. Enough to exercise loading, bidding, op plugins, fault handling,
+// run-time-sized outputs and producer hints through the real ABI.
 #include <minnow/plugin.hpp>
 
 #include <cstring>
@@ -15,6 +17,7 @@ class AddConstKernel : public Kernel {
  public:
   explicit AddConstKernel(float c) : c_(c) {}
   const char* name() const override { return "f32_add_const_test"; }
+  float constant() const { return c_; }
   void run(const RunContext&, const mn_tensor* in, int, mn_tensor* out, int) const override {
     TensorRef x{&in[0]};
     const float* src = x.data<float>();
@@ -67,11 +70,28 @@ class TakeRowsKernel : public Kernel {
   bool over_;
 };
 
+class ProducerKernel : public Kernel {
+ public:
+  const char* name() const override { return "producer_test"; }
+  void set_producer(int input_index, Kernel& producer) override {
+    auto* a = dynamic_cast<AddConstKernel*>(&producer);
+    told_ = input_index == 0 && a ? a->constant() : 1000.0f;  // 1000: told of another kernel
+  }
+  void run(const RunContext&, const mn_tensor* in, int, mn_tensor* out, int) const override {
+    float* dst = static_cast<float*>(out[0].data);
+    for (int64_t i = 0; i < TensorRef{&in[0]}.elements(); ++i) dst[i] = told_;
+  }
+
+ private:
+  float told_ = -1.0f;
+};
+
 class TestBackend : public Backend {
  public:
   const char* name() const override { return "test_backend"; }
   Bid bid(const Node& n) const override {
-    if (n.domain() == "test" && (n.op() == "AddConst" || n.op() == "Fail" || n.op() == "TakeRows")) return Bid::yes(1);
+    if (n.domain() == "test" && (n.op() == "AddConst" || n.op() == "Fail" || n.op() == "TakeRows" || n.op() == "Producer"))
+      return Bid::yes(1);
     // Relu: an expensive bid, so a real backend wins unless this one is forced.
     if (n.domain().empty() && n.op() == "Relu") return Bid::yes(1e12, "test backend, slow on purpose");
     return Bid::no("test backend runs only test ops and Relu");
@@ -80,6 +100,7 @@ class TestBackend : public Backend {
     if (n.op() == "AddConst") return std::make_unique<AddConstKernel>(n.attr_float("value", 1.f));
     if (n.op() == "Fail") return std::make_unique<FailKernel>();
     if (n.op() == "TakeRows") return std::make_unique<TakeRowsKernel>(n.attr_int("over", 0) != 0);
+    if (n.op() == "Producer") return std::make_unique<ProducerKernel>();
     return std::make_unique<ReluKernel>();
   }
 };
@@ -109,7 +130,7 @@ mn_status register_test_plugin(const mn_host_api* host, const mn_registrar* reg,
     static mn_backend backend;  // lives as long as the library
     export_backend(std::make_unique<TestBackend>(), &backend);
     if (reg->add_backend(reg->host, &backend) != MN_OK) throw PluginError("add_backend failed");
-    for (const char* op : {"AddConst", "Fail"}) {
+    for (const char* op : {"AddConst", "Fail", "Producer"}) {
       mn_op_def def{};
       def.struct_size = sizeof def;
       def.domain = "test";
@@ -137,5 +158,5 @@ mn_status register_test_plugin(const mn_host_api* host, const mn_registrar* reg,
 #define TEST_PLUGIN_NAME "test_plugin"
 #endif
 
-MINNOW_DEFINE_PLUGIN(TEST_PLUGIN_NAME, "1.2.3", "test plugin: backend test_backend, ops test::AddConst, test::Fail, test::TakeRows",
+MINNOW_DEFINE_PLUGIN(TEST_PLUGIN_NAME, "1.2.3", "test plugin: backend test_backend, ops test::AddConst, test::Fail, test::TakeRows, test::Producer",
                      register_test_plugin)

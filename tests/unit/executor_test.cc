@@ -406,6 +406,40 @@ TEST_SUITE("executor") {
     }
   }
 
+  TEST_CASE("a projection after a depthwise conv, split by K on several threads: the 1-thread output") {
+    // mobilenet_v2's block with a residual: 1x1 24 -> 96 + Relu, depthwise 3x3 + Relu (the
+    // expand fused into it), 1x1 96 -> 24 + Add. The depthwise's kernel is the projection's
+    // producer (ABI 1.8, set_producer): on 2-3 threads the projection sums K in parts, one
+    // per thread (a 20x20 map: only with that hint), then adds them up with the residual.
+    auto e = test::make_engine();
+    ModelBuilder b("inverted_residual");
+    b.add_input("x", DataType::kFloat32, Shape{1, 24, 20, 20});
+    b.add_constant("we", test::random_tensor({96, 24, 1, 1}, 21));
+    b.add_constant("be", test::random_tensor({96}, 22));
+    b.add_constant("wd", test::random_tensor({96, 1, 3, 3}, 23));
+    b.add_constant("bd", test::random_tensor({96}, 24));
+    b.add_constant("wp", test::random_tensor({24, 96, 1, 1}, 25));
+    b.add_constant("bp", test::random_tensor({24}, 26));
+    b.add_node("Conv", {"x", "we", "be"}, {"e"}, {}, "expand");
+    b.add_node("Relu", {"e"}, {"er"}, {}, "expand_relu");
+    b.add_node("Conv", {"er", "wd", "bd"}, {"d"}, {Attr::Int("group", 96), Attr::Ints("pads", {1, 1, 1, 1})}, "dw");
+    b.add_node("Relu", {"d"}, {"dr"}, {}, "dw_relu");
+    b.add_node("Conv", {"dr", "wp", "bp"}, {"p"}, {}, "project");
+    b.add_node("Add", {"p", "x"}, {"y"}, {}, "residual");
+    b.add_output("y");
+    auto pm = e->prepare(b.build().value()).value();
+    SessionOptions one;
+    auto s1 = Session::create(pm, one).value();
+    for (int threads : {2, 3}) {
+      SessionOptions so;
+      so.threads = threads;
+      auto st = Session::create(pm, so).value();
+      for (int k = 0; k < 2; ++k)
+        expect_same_output(*st, *s1, {test::random_tensor({1, 24, 20, 20}, 90 + k)}, 1e-5f,
+                           std::to_string(threads) + " threads");
+    }
+  }
+
   TEST_CASE("pointwise expand (and its Clip) computed inside the depthwise that alone reads it") {
     auto e = test::make_engine();
     // mobilenet_v2's inverted residual: 1x1 expand -> Clip -> depthwise 3x3 (ABI 1.6,

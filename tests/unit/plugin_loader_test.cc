@@ -156,6 +156,38 @@ TEST_SUITE("plugin_loader") {
     CHECK(out.value()[0].data<float>()[2] == doctest::Approx(5.5));
   }
 
+  TEST_CASE("a kernel is told which kernel of its backend writes its input (ABI 1.8)") {
+    // p1 reads the AddConst a (same backend): told, outputs a's 7. p2 reads the graph
+    // input, p3 a Relu that cpu_dense runs (another backend): told nothing, -1. With the
+    // test backend forced for r, its own Relu writes r: p3 is told of that kernel, 1000.
+    auto e = test::make_engine({tp("test_plugin.so")});
+    ModelBuilder b("producer");
+    b.add_input("x", DataType::kFloat32, Shape{3});
+    b.add_node("AddConst", {"x"}, {"a"}, {Attr::Float("value", 7.0f)}, "a", "test", 1);
+    b.add_node("Producer", {"a"}, {"p1"}, {}, "p1", "test", 1);
+    b.add_node("Producer", {"x"}, {"p2"}, {}, "p2", "test", 1);
+    b.add_node("AddConst", {"x"}, {"c"}, {Attr::Float("value", 3.0f)}, "c", "test", 1);
+    b.add_node("Relu", {"c"}, {"r"}, {}, "r");
+    b.add_node("Producer", {"r"}, {"p3"}, {}, "p3", "test", 1);
+    for (const char* o : {"p1", "p2", "p3"}) b.add_output(o);
+    auto pm = e->prepare(b.build().value());
+    REQUIRE_MESSAGE(pm.is_ok(), pm.status().message());
+    auto s = Session::create(pm.value()).value();
+    auto out = s->run({Tensor::from_vector<float>({3}, {1, 2, 3})});
+    REQUIRE_MESSAGE(out.is_ok(), out.status().message());
+    CHECK(out.value()[0].data<float>()[0] == 7.0f);
+    CHECK(out.value()[1].data<float>()[0] == -1.0f);
+    CHECK(out.value()[2].data<float>()[0] == -1.0f);
+    SessionOptions forced;
+    forced.policy.node_force = {{"r", "test_backend"}};
+    auto sf = Session::create(pm.value(), forced);
+    REQUIRE_MESSAGE(sf.is_ok(), sf.status().message());
+    auto fo = sf.value()->run({Tensor::from_vector<float>({3}, {1, 2, 3})});
+    REQUIRE_MESSAGE(fo.is_ok(), fo.status().message());
+    CHECK(fo.value()[0].data<float>()[0] == 7.0f);
+    CHECK(fo.value()[2].data<float>()[0] == 1000.0f);  // the test backend's Relu wrote r
+  }
+
   TEST_CASE("an op no plugin provides is refused at prepare with a hint") {
     auto e = test::make_engine();
     ModelBuilder b("unknown");

@@ -90,7 +90,9 @@ struct ConvPlan {
 };
 constexpr int kConvMaxKParts = 4;  // the most parts (threads) a K split takes
 // `threads`: how many workers will take tasks (more row chunks when columns are few).
-ConvPlan plan_conv(const ConvShape& s, int threads);
+// `input_by_channels`: X is written split by channels over the threads (a depthwise
+// conv wrote it): a K split also pays on larger maps (conv_gemm.cc, k_parts_for).
+ConvPlan plan_conv(const ConvShape& s, int threads, bool input_by_channels = false);
 // The shared_b_floats a plan of s has with any number of workers (0 where none shares B):
 // what scratch must hold for it, without planning for every thread count.
 int64_t conv_shared_b_floats(const ConvShape& s);

@@ -173,12 +173,28 @@ constexpr int64_t kHalfTailMaxPanels = 16;  // plan_conv: half-panel tails on ma
 // alternating `--profile` runs, 2 threads): resnet50's 1x1 1024 -> 256 at 14x14 0.90-0.91x
 // the time, its 3x3 256 at 14x14 (stride 2) 0.87x and 512 at 7x7 0.90-0.93x; resnet18's
 // 3x3 128 -> 256 stride 2 0.81x, 512 at 7x7 0.91-0.92x.
+//
+// Whether it pays on larger maps depends on how X was written. Where a depthwise conv
+// wrote it (by channel blocks, one share per worker), each worker's K range is mostly
+// what it wrote itself: mobilenet_v2 at 2 threads (per-node medians of 3 alternating
+// runs) 96 / 144 -> 24 at 56x56 0.78-0.83x the time, 144 / 192 -> 32 at 28x28
+// 0.76-0.84x, 192 -> 64 at 14x14 0.86x, and the depthwise convs reading their outputs
+// 0.85-0.93x; 2.5-3.3 % of the model's time. Where a GEMM conv wrote X split by pixels,
+// it lost: squeezenet1_1's 256 -> 32 at 27x27 1.20x, resnet50's 256 -> 64 at 56x56
+// 1.09x (one layer with X written by pixel halves, 1000 interleaved runs: 256 -> 32 at
+// 27x27 88 us against 78, 192 -> 32 at 28x28 64 against 58). Hence the depthwise
+// producer's hint (ConvPacked::set_input_by_channels, from mn_kernel.set_producer), and
+// partial sums of at most kKPartsMaxFloats (L2-resident with the worker's K range of X).
 constexpr int64_t kKPartMinK = 192, kKPartsMaxPixels = 256;
-int64_t k_parts_for(const ConvShape& s, int threads) {
-  if (threads < 2 || threads > kConvMaxKParts || !(s.pointwise() || window_applies(s)) || s.N * s.group != 1 || s.P() > kKPartsMaxPixels ||
-      s.K() < threads * kKPartMinK || s.K() < 2 * s.M)
+constexpr int64_t kKPartMinKByChannels = 32, kKPartsMaxFloats = 128 * 1024;
+int64_t k_parts_for(const ConvShape& s, int threads, bool input_by_channels) {
+  if (threads < 2 || threads > kConvMaxKParts || !(s.pointwise() || window_applies(s)) || s.N * s.group != 1 ||
+      s.K() < 2 * s.M)
     return 1;
-  return threads;
+  if (s.P() <= kKPartsMaxPixels && s.K() >= threads * kKPartMinK) return threads;
+  if (input_by_channels && s.pointwise() && s.K() >= threads * kKPartMinKByChannels && s.M * s.P() <= kKPartsMaxFloats)
+    return threads;
+  return 1;
 }
 
 // The shared B of a plan whose one column block holds all P pixels: k-blocks of kc rows
@@ -193,7 +209,7 @@ void set_shared_b(const ConvShape& s, ConvPlan& p) {
 
 }  // namespace
 
-ConvPlan plan_conv(const ConvShape& s, int threads) {
+ConvPlan plan_conv(const ConvShape& s, int threads, bool input_by_channels) {
   ConvPlan p;
   const int64_t nr = gemm_nr();
   const int64_t K = s.K(), P = s.P();
@@ -232,7 +248,7 @@ ConvPlan plan_conv(const ConvShape& s, int threads) {
     kchunks = std::max(kchunks, (K + spread_kc - 1) / spread_kc);
   }
   // A K split takes whole k-blocks per part, and the single-thread plan within each.
-  const int64_t k_parts = k_parts_for(s, threads);
+  const int64_t k_parts = k_parts_for(s, threads, input_by_channels);
   if (k_parts > 1) {
     kchunks = (kchunks + k_parts - 1) / k_parts * k_parts;
     threads = 1;

@@ -80,6 +80,13 @@ class ConvKernel final : public OpKernel {
     return true;
   }
 
+  // X written by a depthwise conv of this backend (mn_kernel.set_producer): by channel
+  // blocks over the threads, so a K split reads mostly what each thread wrote.
+  void set_producer(int input_index, Kernel& producer) override {
+    auto* p = dynamic_cast<ConvKernel*>(&producer);
+    if (input_index == 0 && fast_ && p && p->fast_ && p->fast_->depthwise()) fast_->set_input_by_channels(true);
+  }
+
   // Packs W (and B) for the SIMD kernels when both are constants.
   void try_pack(const Node& node) {
     const mn_tensor& w = *node.input(1).t;

@@ -25,12 +25,13 @@ extern "C" {
 #endif
 
 #define MINNOW_ABI_MAJOR 1
-#define MINNOW_ABI_MINOR 7 /* 1.1: mn_node.attr_strings; 1.2: run-time-sized outputs
+#define MINNOW_ABI_MINOR 8 /* 1.1: mn_node.attr_strings; 1.2: run-time-sized outputs
                               (mn_shape_ctx.set_output_bound, mn_run_ctx.set_output_dims),
                               mn_op_def.value_inputs; 1.3: mn_kernel.fuse_clamp;
                               1.4: mn_kernel.fuse_add; 1.5: MN_INPLACE_ADDEND;
                               1.6: mn_kernel.fuse_producer;
-                              1.7: mn_kernel.scratch_bytes_threads */
+                              1.7: mn_kernel.scratch_bytes_threads;
+                              1.8: mn_kernel.set_producer */
 
 #if defined(_WIN32)
 #define MINNOW_PLUGIN_EXPORT __declspec(dllexport)
@@ -253,6 +254,13 @@ typedef struct mn_kernel {
    * instead of what any thread count might. The host asks this one when it is set. */
   size_t (*scratch_bytes_threads)(void* state, const mn_tensor* inputs, int32_t num_inputs,
                                   const mn_tensor* outputs, int32_t num_outputs, int32_t threads);
+  /* (1.8) Optional, may be null. The host tells, once, while preparing (after every
+   * fusion, before any run or scratch_bytes call), which kernel writes input `input_index`
+   * at run time, when a kernel of the same backend does (its state: producer_state; for a
+   * tensor that a fused Add or clamp finishes, the kernel that absorbed them). A backend
+   * may then split its work over the threads as the producer's threads wrote the tensor.
+   * Advisory: the kernel runs correctly whatever it is told, or if never told. */
+  void (*set_producer)(void* state, int32_t input_index, void* producer_state);
 } mn_kernel;
 
 /* A bid: can this backend run the node, at what cost (arbitrary units, about

@@ -257,6 +257,10 @@ class Kernel {
   // on, on every later run (mn_kernel.fuse_producer): `producer` is a kernel of the same
   // backend; false: cannot. Called while the model is prepared; name() may change.
   virtual bool fuse_producer(int /*input_index*/, Kernel& /*producer*/, int /*first_extra*/) { return false; }
+  // `producer` (a kernel of the same backend) writes inputs[input_index] at run time
+  // (mn_kernel.set_producer): advice for splitting work over threads. Called while the
+  // model is prepared, after the fusions.
+  virtual void set_producer(int /*input_index*/, Kernel& /*producer*/) {}
 };
 
 // Wraps a C++ kernel into the C table; the table owns the object.
@@ -321,6 +325,12 @@ inline void export_kernel(std::unique_ptr<Kernel> k, mn_kernel* out) {
       return MN_OK;
     } catch (...) {
       return MN_ERR_INTERNAL;
+    }
+  };
+  out->set_producer = [](void* s, int32_t input_index, void* producer) {
+    try {
+      if (producer) static_cast<Kernel*>(s)->set_producer(input_index, *static_cast<Kernel*>(producer));
+    } catch (...) {
     }
   };
   out->destroy = [](void* s) { delete static_cast<Kernel*>(s); };

@@ -594,6 +594,17 @@ TEST_CASE("plan_conv splits K over the workers for deep pointwise convs on small
   ConvShape three = shape_of({1, 256, 256, 1, {1, 28, 28}, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}});
   CHECK(plan_conv(three, 2).k_parts == 2);                // resnet50's 3x3 stride 2 at 14x14
   CHECK(plan_conv(three, 2).shared_b_floats == 0);
+  // Larger maps and shallower parts only with X written by channels (a depthwise before
+  // it): mobilenet_v2's projections at 56x56 and 28x28, not resnet50's 256 -> 64 at 56x56
+  // (partial sums over 128 Ki floats) nor 3x3 convs.
+  CHECK(plan_conv(pw(96, 24, 56), 2).k_parts == 1);
+  CHECK(plan_conv(pw(96, 24, 56), 2, true).k_parts == 2);
+  CHECK(plan_conv(pw(192, 32, 28), 2, true).k_parts == 2);
+  CHECK(plan_conv(pw(192, 64, 14), 2, true).k_parts == 2);
+  CHECK(plan_conv(pw(256, 64, 56), 2, true).k_parts == 1);
+  CHECK(plan_conv(pw(48, 24, 56), 2, true).k_parts == 1);  // parts of 24 rows
+  ConvShape three28 = shape_of({1, 128, 128, 1, {1, 28, 28}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}});
+  CHECK(plan_conv(three28, 2, true).k_parts == 1);
 }
 
 TEST_CASE("plan_conv gives tails a little over half a panel to a half tile and dots") {
