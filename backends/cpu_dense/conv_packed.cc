@@ -201,6 +201,17 @@ bool ConvPacked::use_winograd(const kernels::ConvShape& s) const {
          winograd_pays(s.P(), s.C);
 }
 
+// A K split's part slot: its partial sums ([M, P], whole cache lines), then the GEMM's slot.
+static int64_t k_part_slot_floats(const kernels::ConvShape& s, const kernels::ConvPlan& p) {
+  return (s.M * s.P() + kSharedAlignFloats - 1) / kSharedAlignFloats * kSharedAlignFloats + p.slot_floats;
+}
+
+// The scratch floats a K-split plan (p.k_parts > 1) takes on `threads` threads: one slot
+// per part, each with the part's partial sums.
+static int64_t k_parts_floats(const kernels::ConvShape& s, const kernels::ConvPlan& p, int threads) {
+  return SlotLayout::floats_for(threads, p.k_parts, k_part_slot_floats(s, p));
+}
+
 // With threads > 0, what each path's run takes on that many threads (run_in_slots'
 // run_slots, run_winograd's slots and private inputs, the GEMM's plan for that count);
 // with 0, the most any thread count takes.
@@ -236,7 +247,7 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s, int threads) const
   if (threads > 0) {
     // The plan run() makes for this count: its slots, and room for a shared B after them
     // (run() builds one when the scratch holds both); or a K split's parts.
-    const kernels::ConvPlan p = kernels::plan_conv(s, threads, input_by_channels_);
+    const kernels::ConvPlan p = plan(s, threads);  // cached for the runs on that many threads
     if (p.k_parts > 1) return bytes(k_parts_floats(s, p, threads));
     int64_t slots = run_slots(threads, p.tasks, p.slot_floats);
     if (p.shared_b_floats > 0) slots = std::max(slots, run_slots(threads, p.k_blocks, p.slot_floats));
@@ -259,15 +270,6 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s, int threads) const
     if (pk.k_parts > 1) floats = std::max(floats, k_parts_floats(s, pk, t));
   }
   return bytes(floats);
-}
-
-// A K split's part slot: its partial sums ([M, P], whole cache lines), then the GEMM's slot.
-static int64_t k_part_slot_floats(const kernels::ConvShape& s, const kernels::ConvPlan& p) {
-  return (s.M * s.P() + kSharedAlignFloats - 1) / kSharedAlignFloats * kSharedAlignFloats + p.slot_floats;
-}
-
-int64_t k_parts_floats(const kernels::ConvShape& s, const kernels::ConvPlan& p, int threads) {
-  return SlotLayout::floats_for(threads, p.k_parts, k_part_slot_floats(s, p));
 }
 
 // One part per slot, laid out by thread (SlotLayout): the run team's static split gives

@@ -100,10 +100,6 @@ void run_in_slots(const RunContext& ctx, int64_t count, int64_t slot_floats, con
   run_in_slots(ctx, count, slot_floats, what, fn, int64_t(ctx.scratch_size() / sizeof(float)));
 }
 
-// The scratch floats a K-split plan (p.k_parts > 1) takes on `threads` threads: one slot
-// per part, each with the part's partial sums.
-int64_t k_parts_floats(const kernels::ConvShape& s, const kernels::ConvPlan& p, int threads);
-
 // The kernels' geometry from resolved axes (Conv, and MaxPool with M == group == C).
 kernels::ConvShape conv_shape(const Axis ax[kMaxSpatial], int64_t N, int64_t C, int64_t M,
                               int64_t group);
