@@ -362,6 +362,29 @@ void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const f
   });
 }
 
+int64_t ConvPacked::rows_scratch_floats(const kernels::ConvShape& s) const {
+  if (use_direct(s)) return kernels::plan_direct_conv(s, 1).planes_floats + s.K();
+  return kernels::plan_conv(s, 1).slot_floats;
+}
+
+void ConvPacked::run_rows(const kernels::ConvShape& s, const float* x, const float* w_rows, float* y,
+                          float* scratch) const {
+  if (!runs_rows()) throw PluginError("conv: no one-thread run of rows for this kernel");
+  if (use_direct(s)) {
+    const kernels::DirectConvPlan p = kernels::plan_direct_conv(s, 1);
+    int32_t* off = reinterpret_cast<int32_t*>(scratch + p.planes_floats);
+    kernels::direct_conv_offsets(s, p, off);
+    for (int64_t n = 0; n < s.N; ++n) {
+      kernels::direct_conv_planes(s, p, x + n * s.C * s.Pin(), 0, s.C, scratch);
+      for (int64_t t = 0; t < p.tasks; ++t)
+        kernels::direct_conv_task(s, gemm_, w_rows, p, t, scratch, off, y + n * s.M * s.P(), lo_, hi_, nullptr);
+    }
+    return;
+  }
+  const kernels::ConvPlan p = kernels::plan_conv(s, 1);
+  for (int64_t t = 0; t < p.tasks; ++t) kernels::conv_gemm_task(s, gemm_, w_rows, p, t, x, y, scratch, lo_, hi_);
+}
+
 // Per image: its phase planes (channels over the workers), then the output rows' tasks.
 void ConvPacked::run_direct(const RunContext& ctx, const kernels::ConvShape& s, const float* x, const float* w_rows,
                             float* y, const float* addend) const {

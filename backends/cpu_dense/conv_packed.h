@@ -147,6 +147,14 @@ class ConvPacked {
   void set_input_by_channels(bool v) { input_by_channels_ = v; }
   // The run with the expand fused: x1 = the expand's input [N, K, in...] (s as at fusing).
   void run_expand(const RunContext& ctx, const kernels::ConvShape& s, const float* x1, float* y) const;
+  // On one thread, for a consumer that runs the conv a band of output rows at a time
+  // (conv_pool.h): whether this conv can (the GEMM and direct paths: not depthwise, not
+  // Winograd, no fused expand), the scratch floats run_rows takes for the shape s (a band:
+  // its own N = 1 image, rows and padding), and the run (clamped, no addend) of s from x
+  // into y, with that scratch.
+  bool runs_rows() const { return !depthwise_ && !winograd_.u && expand_.K == 0; }
+  int64_t rows_scratch_floats(const kernels::ConvShape& s) const;
+  void run_rows(const kernels::ConvShape& s, const float* x, const float* w_rows, float* y, float* scratch) const;
   // Every later run clamps its outputs to [lo, hi] (a fused Relu / Clip).
   void set_clamp(float lo, float hi) {
     lo_ = lo;

@@ -537,6 +537,88 @@ TEST_SUITE("executor") {
     }
   }
 
+  TEST_CASE("Conv (and its Relu) computed by the MaxPool that alone reads it, a band of rows at a time") {
+    auto e = test::make_engine();
+    // Fused (conv_pool.h: 2-D, one group, pool row stride 2+, conv output of 1 MB or more
+    // per image): c1 3x3 stride 2 (GEMM path) + Relu -> p1 3x3 stride 2 ceil_mode; c2 7x7
+    // stride 2 pads 3 (direct path) -> p2 3x3 stride 2 pads 1; c3 3x3 stride 1, three input
+    // channels (GEMM) -> p3 2x2 stride 2 pads 0/1. Not fused: c4 (read by p4 and an Add),
+    // c5 (a small output), c6 (p6 has row stride 1). With `expose` the conv outputs are
+    // graph outputs too: nothing is fused, the reference to compare with.
+    auto build = [](bool expose) {
+      ModelBuilder b("conv_pool");
+      b.add_input("x", DataType::kFloat32, Shape{2, 3, 227, 229});
+      b.add_constant("w1", test::random_tensor({32, 3, 3, 3}, 1));
+      b.add_constant("b1", test::random_tensor({32}, 2));
+      b.add_constant("w2", test::random_tensor({24, 3, 7, 7}, 3));
+      b.add_constant("b2", test::random_tensor({24}, 4));
+      b.add_constant("w3", test::random_tensor({9, 3, 3, 3}, 5));
+      b.add_constant("w4", test::random_tensor({32, 3, 3, 3}, 6));
+      b.add_constant("w5", test::random_tensor({4, 3, 3, 3}, 7));
+      b.add_constant("w6", test::random_tensor({32, 3, 3, 3}, 8));
+      const std::vector<Attr> s2 = {Attr::Ints("strides", {2, 2})};
+      b.add_node("Conv", {"x", "w1", "b1"}, {"c1"}, s2, "c1");
+      b.add_node("Relu", {"c1"}, {"r1"}, {}, "relu1");
+      b.add_node("MaxPool", {"r1"}, {"p1"},
+                 {Attr::Ints("kernel_shape", {3, 3}), Attr::Ints("strides", {2, 2}), Attr::Int("ceil_mode", 1)}, "p1");
+      b.add_node("Conv", {"x", "w2", "b2"}, {"c2"}, {Attr::Ints("strides", {2, 2}), Attr::Ints("pads", {3, 3, 3, 3})},
+                 "c2");
+      b.add_node("MaxPool", {"c2"}, {"p2"},
+                 {Attr::Ints("kernel_shape", {3, 3}), Attr::Ints("strides", {2, 2}), Attr::Ints("pads", {1, 1, 1, 1})},
+                 "p2");
+      b.add_node("Conv", {"x", "w3"}, {"c3"}, {}, "c3");
+      b.add_node("MaxPool", {"c3"}, {"p3"},
+                 {Attr::Ints("kernel_shape", {2, 2}), Attr::Ints("strides", {2, 2}), Attr::Ints("pads", {0, 0, 1, 1})},
+                 "p3");
+      b.add_node("Conv", {"x", "w4"}, {"c4"}, s2, "c4");
+      b.add_node("MaxPool", {"c4"}, {"p4"}, {Attr::Ints("kernel_shape", {3, 3}), Attr::Ints("strides", {2, 2})}, "p4");
+      b.add_node("Add", {"c4", "c4"}, {"a4"}, {}, "a4");
+      b.add_node("Conv", {"x", "w5"}, {"c5"}, s2, "c5");
+      b.add_node("MaxPool", {"c5"}, {"p5"}, {Attr::Ints("kernel_shape", {3, 3}), Attr::Ints("strides", {2, 2})}, "p5");
+      b.add_node("Conv", {"x", "w6"}, {"c6"}, s2, "c6");
+      b.add_node("MaxPool", {"c6"}, {"p6"}, {Attr::Ints("kernel_shape", {3, 3}), Attr::Ints("strides", {1, 2})}, "p6");
+      for (const char* o : {"p1", "p2", "p3", "p4", "a4", "p5", "p6"}) b.add_output(o);
+      if (expose)
+        for (const char* o : {"c1", "c2", "c3"}) b.add_output(o);
+      return b.build().value();
+    };
+    auto fused = e->prepare(build(false)).value();
+    auto plain = e->prepare(build(true)).value();
+    std::map<std::string, KernelChoice> choice_of;
+    for (const auto& c : fused->choices()) choice_of[fused->model().graph().nodes[size_t(c.node)].name] = c;
+    for (const char* n : {"p1", "p2", "p3"}) CHECK_MESSAGE(choice_of[n].kernel == "f32_conv_maxpool__fused", n);
+    for (const char* n : {"c1", "relu1", "c2", "c3"}) {
+      CHECK_MESSAGE(choice_of[n].kernel == "fused", n);
+      CHECK_MESSAGE(choice_of[n].reason.find("node 'p") != std::string::npos, n << ": " << choice_of[n].reason);
+    }
+    for (const char* n : {"c4", "p4", "c5", "p5", "c6", "p6"})
+      CHECK_MESSAGE(choice_of[n].kernel.find("fused") == std::string::npos, n << ": " << choice_of[n].kernel);
+    for (const auto& c : plain->choices())
+      CHECK_MESSAGE(c.kernel.find("maxpool__fused") == std::string::npos, plain->model().graph().nodes[size_t(c.node)].name);
+    for (int threads : {1, 2, 3}) {
+      SessionOptions so;
+      so.threads = threads;
+      auto sf = Session::create(fused, so).value();
+      auto sp = Session::create(plain, so).value();
+      const std::vector<Tensor> in = {test::random_tensor({2, 3, 227, 229}, 90 + threads)};
+      auto a = sf->run(in);
+      auto r = sp->run(in);
+      REQUIRE_MESSAGE(a.is_ok(), a.status().message());
+      REQUIRE_MESSAGE(r.is_ok(), r.status().message());
+      for (size_t o = 0; o < 7; ++o) {  // a band's GEMM may take other tiles: equal within rounding
+        const Tensor& ya = a.value()[o];
+        const Tensor& yr = r.value()[o];
+        REQUIRE(ya.shape() == yr.shape());
+        int bad = 0;
+        for (int64_t i = 0; i < ya.elements(); ++i) {
+          const float u = ya.data<float>()[i], v = yr.data<float>()[i];
+          bad += !(std::fabs(u - v) <= 1e-5f * (1.0f + std::fabs(v)));
+        }
+        CHECK_MESSAGE(bad == 0, "output " << o << ", " << threads << " threads");
+      }
+    }
+  }
+
   TEST_CASE("Concat of channels: producers write into its output, it does not run") {
     auto e = test::make_engine();
     // x -> conv a (+ Relu, fused) | conv b -> Concat(a, b) -> conv c, conv d ->

@@ -10,6 +10,7 @@
 // SIMD kernels of conv_packed.h instead (direct depthwise, or packed-GEMM convolution);
 // the loop below stays as the reference and the path for weights computed at run time.
 #include "../conv_packed.h"
+#include "../conv_pool.h"
 #include "../ops.h"
 #include "../spatial.h"
 
@@ -28,7 +29,7 @@ const char* conv_name(int nsp) {
   }
 }
 
-class ConvKernel final : public OpKernel {
+class ConvKernel final : public OpKernel, public PackedConvSource {
  public:
   ConvKernel(const Node& node, const SpatialAttrs& attrs, int64_t group, bool kernel_attr)
       : OpKernel(node, conv_name(attrs.nsp)),
@@ -80,6 +81,12 @@ class ConvKernel final : public OpKernel {
     return true;
   }
 
+  // For a MaxPool computing this conv's output as it pools it (conv_pool.h).
+  std::shared_ptr<const ConvPacked> packed_conv() const override {
+    return fast_ && addend_input_ < 0 && producer_first_ < 0 ? fast_ : nullptr;
+  }
+  const kernels::ConvShape* packed_conv_shape() const override { return static_shape_.get(); }
+
   // X written by a depthwise conv of this backend (mn_kernel.set_producer): by channel
   // blocks over the threads, so a K split reads mostly what each thread wrote.
   void set_producer(int input_index, Kernel& producer) override {
@@ -111,7 +118,7 @@ class ConvKernel final : public OpKernel {
       winograd = winograd && attrs_.stride[i] == 1 && attrs_.dilation[i] == 1;
     int64_t stride_area = 1;
     for (int i = 0; i < attrs_.nsp; ++i) stride_area *= attrs_.stride[i];
-    fast_ = std::make_unique<ConvPacked>(static_cast<const float*>(w.data), w.dims[0], w.dims[1],
+    fast_ = std::make_shared<ConvPacked>(static_cast<const float*>(w.data), w.dims[0], w.dims[1],
                                          static_cast<int64_t>(taps), group_, bias, attrs_.nsp,
                                          winograd, stride_area);
     // For fuse_producer: W as given (a constant of the model, which outlives this kernel),
@@ -302,7 +309,7 @@ class ConvKernel final : public OpKernel {
   SpatialAttrs attrs_;
   int64_t group_;
   bool kernel_attr_;
-  std::unique_ptr<ConvPacked> fast_;
+  std::shared_ptr<ConvPacked> fast_;
   int addend_input_ = -1;  // index of a fused Add's addend among the run's inputs, or -1
   int producer_first_ = -1;  // index of a fused producer's X among the run's inputs, or -1
   const float* w_const_ = nullptr;  // W as given when constant (fast_ set)

@@ -1,0 +1,140 @@
+#include "conv_pool.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace minnow {
+namespace cpu_dense {
+
+namespace {
+
+// A band's conv rows, all channels, at most this many bytes (at least one pool row's
+// worth): it stays in L2 (2 MB a core on the Xeon) between the conv writing it and the
+// pool reading it. squeezenet1_1's first conv + pool (Xeon, per-node medians of 8
+// alternating `--profile` runs at 2 threads): bands of 1 MB 0.975x the time of 512 KB
+// (3 % of the conv rows computed twice instead of 6 %); with 2 MB bands the pair took
+// 1.06x the unfused pair's time at 1 thread.
+constexpr int64_t kBandBytes = 1024 * 1024;
+constexpr int64_t kLineFloats = 16;  // the pieces of a slot start on cache lines
+
+int64_t round_line(int64_t floats) { return (floats + kLineFloats - 1) / kLineFloats * kLineFloats; }
+
+// s restricted to its output rows [r0, r1): one image, the input rows those windows read
+// (from *first_in on), the padding before them what is left of s's.
+kernels::ConvShape row_band(const kernels::ConvShape& s, int64_t r0, int64_t r1, int64_t* first_in) {
+  kernels::ConvShape b = s;
+  b.N = 1;
+  const int64_t start = r0 * s.s[1] - s.pb[1];
+  const int64_t end = (r1 - 1) * s.s[1] - s.pb[1] + (s.k[1] - 1) * s.d[1] + 1;
+  const int64_t lo = std::max<int64_t>(0, start), hi = std::min(s.in[1], end);
+  b.in[1] = hi - lo;
+  b.out[1] = r1 - r0;
+  b.pb[1] = lo - start;
+  *first_in = lo;
+  return b;
+}
+
+// Every window along the rows reads at least one input row (the padding on either side is
+// narrower than a window): then every band has input rows.
+bool rows_padding_sane(const kernels::ConvShape& s) {
+  const int64_t span = (s.k[1] - 1) * s.d[1];
+  const int64_t after = (s.out[1] - 1) * s.s[1] - s.pb[1] + span + 1 - s.in[1];
+  return s.pb[1] <= span && after <= span;
+}
+
+bool two_d(const kernels::ConvShape& s) { return s.k[0] == 1 && s.in[0] == 1 && s.out[0] == 1; }
+
+// Workers (parts of the pool's rows per image) on `threads` threads.
+int64_t parts_for(const kernels::ConvShape& ps, int threads) {
+  return std::max<int64_t>(1, std::min<int64_t>(std::min<int64_t>(threads, kernels::kConvMaxSlots), ps.out[1]));
+}
+
+// The pool rows of a band: as many as keep its conv rows within kBandBytes.
+int64_t band_pool_rows(const kernels::ConvShape& cs, const kernels::ConvShape& ps) {
+  const int64_t row_bytes = cs.M * cs.out[2] * int64_t(sizeof(float));
+  const int64_t conv_rows = std::max<int64_t>(1, kBandBytes / std::max<int64_t>(1, row_bytes));
+  const int64_t window = (ps.k[1] - 1) * ps.d[1] + 1;
+  return std::max<int64_t>(1, (conv_rows - window) / ps.s[1] + 1);
+}
+
+// fn(a, b) for the bands [a, b) of pool rows [r0, r1), of about equal size.
+template <class F>
+void for_bands(int64_t r0, int64_t r1, int64_t band_rows, F fn) {
+  const int64_t rows = r1 - r0;
+  if (rows <= 0) return;
+  const int64_t bands = (rows + band_rows - 1) / band_rows;
+  for (int64_t i = 0; i < bands; ++i) fn(r0 + rows * i / bands, r0 + rows * (i + 1) / bands);
+}
+
+// A slot's pieces (floats, each from a cache line): the band's input rows, its conv rows,
+// the conv's scratch, the pool's scratch; the most any band of a run on `parts` parts takes.
+struct SlotPieces {
+  int64_t in = 0, conv_out = 0, conv_scratch = 0, pool_scratch = 0;
+  int64_t total() const { return in + conv_out + conv_scratch + pool_scratch; }
+};
+
+SlotPieces slot_pieces(const ConvPacked& conv, const kernels::ConvShape& cs, const kernels::ConvShape& ps,
+                       int64_t parts) {
+  SlotPieces sp;
+  const int64_t band_rows = band_pool_rows(cs, ps);
+  for (int64_t part = 0; part < parts; ++part)
+    for_bands(ps.out[1] * part / parts, ps.out[1] * (part + 1) / parts, band_rows, [&](int64_t a, int64_t b) {
+      int64_t c0 = 0, ih0 = 0;
+      const kernels::ConvShape pb = row_band(ps, a, b, &c0);
+      const kernels::ConvShape cb = row_band(cs, c0, c0 + pb.in[1], &ih0);
+      sp.in = std::max(sp.in, round_line(cb.C * cb.Pin()));
+      sp.conv_out = std::max(sp.conv_out, round_line(cb.M * cb.P()));
+      sp.conv_scratch = std::max(sp.conv_scratch, round_line(conv.rows_scratch_floats(cb)));
+      sp.pool_scratch = std::max(sp.pool_scratch, round_line(kernels::dwconv_slot_floats(pb)));
+    });
+  return sp;
+}
+
+}  // namespace
+
+bool conv_pool_applies(const ConvPacked& conv, const kernels::ConvShape& cs, const kernels::ConvShape& ps) {
+  return conv.runs_rows() && cs.group == 1 && two_d(cs) && two_d(ps) && ps.N == cs.N && ps.C == cs.M &&
+         ps.M == ps.C && ps.in[1] == cs.out[1] && ps.in[2] == cs.out[2] && ps.s[1] >= 2 && rows_padding_sane(cs) &&
+         rows_padding_sane(ps) && cs.M * cs.P() * int64_t(sizeof(float)) >= kConvPoolMinBytes;
+}
+
+size_t conv_pool_scratch_bytes(const ConvPacked& conv, const kernels::ConvShape& cs, const kernels::ConvShape& ps,
+                               int threads) {
+  if (threads > 0) {
+    const int64_t parts = parts_for(ps, threads);
+    return run_in_slots_bytes(threads, cs.N * parts, slot_pieces(conv, cs, ps, parts).total());
+  }
+  size_t most = 0;  // any count: the most any number of parts asks
+  for (int64_t parts = 1; parts <= parts_for(ps, kernels::kConvMaxSlots); ++parts)
+    most = std::max(most, run_in_slots_bytes(0, cs.N * parts, slot_pieces(conv, cs, ps, parts).total()));
+  return most;
+}
+
+void conv_pool_run(const RunContext& ctx, const ConvPacked& conv, const kernels::ConvShape& cs,
+                   const kernels::ConvShape& ps, const float* x, const float* w_rows, float* y) {
+  const int64_t parts = parts_for(ps, ctx.num_threads());
+  const SlotPieces sp = slot_pieces(conv, cs, ps, parts);
+  const int64_t band_rows = band_pool_rows(cs, ps);
+  const int64_t PH = ps.out[1], PW = ps.out[2], W = cs.in[2];
+  run_in_slots(ctx, cs.N * parts, sp.total(), "conv + maxpool", [&](int64_t item, float* slot) {
+    const int64_t n = item / parts, part = item % parts;
+    float* in = slot;
+    float* conv_out = in + sp.in;
+    float* conv_scratch = conv_out + sp.conv_out;
+    float* pool_scratch = conv_scratch + sp.conv_scratch;
+    for_bands(PH * part / parts, PH * (part + 1) / parts, band_rows, [&](int64_t a, int64_t b) {
+      int64_t c0 = 0, ih0 = 0;
+      const kernels::ConvShape pb = row_band(ps, a, b, &c0);
+      const kernels::ConvShape cb = row_band(cs, c0, c0 + pb.in[1], &ih0);
+      // The band's input rows, channel by channel (the conv kernels take whole planes).
+      for (int64_t c = 0; c < cs.C; ++c)
+        std::memcpy(in + c * cb.Pin(), x + ((n * cs.C + c) * cs.in[1] + ih0) * W, size_t(cb.Pin()) * sizeof(float));
+      conv.run_rows(cb, in, w_rows, conv_out, conv_scratch);
+      for (int64_t m = 0; m < cs.M; ++m)
+        kernels::maxpool_plane(pb, 0, conv_out + m * cb.P(), y + ((n * cs.M + m) * PH + a) * PW, pool_scratch);
+    });
+  });
+}
+
+}  // namespace cpu_dense
+}  // namespace minnow

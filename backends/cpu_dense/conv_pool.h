@@ -1,0 +1,44 @@
+// A Conv and the MaxPool that alone reads its output, run together (mn_kernel.
+// fuse_producer on the MaxPool, pool.h): each worker takes a range of the pool's output
+// rows and goes through it in bands, computing the conv rows a band's windows read into a
+// buffer of its own (ConvPacked::run_rows) and pooling them from there
+// (kernels::maxpool_plane). The conv's output, the largest tensor of the first layers
+// (squeezenet1_1: 64 x 111x111, 3.2 MB; resnet: 64 x 112x112), is never written to memory
+// and read back; the rows shared by two bands' windows (pool kernel minus stride) are
+// computed by both.
+#pragma once
+
+#include <memory>
+
+#include "conv_packed.h"
+
+namespace minnow {
+namespace cpu_dense {
+
+// What a Conv kernel (ops/conv.cc) shows the MaxPool that fuses it: its packed weights
+// (null where it has none; shared, so they outlive either kernel) and the shape it was
+// prepared for (null where not every shape was known).
+class PackedConvSource {
+ public:
+  virtual std::shared_ptr<const ConvPacked> packed_conv() const = 0;
+  virtual const kernels::ConvShape* packed_conv_shape() const = 0;
+
+ protected:
+  ~PackedConvSource() = default;
+};
+
+// Whether the pair runs fused (2-D; the conv on its GEMM or direct path, one group; a
+// pool with a row stride of 2 or more, so bands recompute few rows; a conv output of
+// kConvPoolMinBytes or more, which outgrows L2) for the conv shape cs and the pool shape
+// ps (pool_simd.h's geometry: M == C == group) over cs's output.
+constexpr int64_t kConvPoolMinBytes = int64_t(1) << 20;
+bool conv_pool_applies(const ConvPacked& conv, const kernels::ConvShape& cs, const kernels::ConvShape& ps);
+// Scratch for runs on `threads` threads (0: any count).
+size_t conv_pool_scratch_bytes(const ConvPacked& conv, const kernels::ConvShape& cs, const kernels::ConvShape& ps,
+                               int threads);
+// y: the pool's output [N, M, PH, PW]; x, w_rows: the conv's X and W as the run gives them.
+void conv_pool_run(const RunContext& ctx, const ConvPacked& conv, const kernels::ConvShape& cs,
+                   const kernels::ConvShape& ps, const float* x, const float* w_rows, float* y);
+
+}  // namespace cpu_dense
+}  // namespace minnow
