@@ -154,16 +154,35 @@ std::vector<float> conv_ref_with_addend(const ConvShape& s, const std::vector<fl
 int shared_b_cases = 0;  // check_conv runs that took the plan's shared B
 int k_split_cases = 0;   // check_conv runs whose plan split K (ConvPlan::k_parts)
 
+// One case's data and its reference, unclamped (conv_ref, the test's slow part: under
+// qemu most of the aarch64 kernel test's time), computed once for every thread count and
+// clamp it is checked with.
+struct ConvData {
+  ConvShape s;
+  std::vector<float> x, w, bias, addend, ref;
+};
+ConvData conv_data(std::mt19937& rng, const ConvCase& c) {
+  ConvData d;
+  d.s = shape_of(c);
+  d.x = randn(rng, size_t(d.s.N * d.s.C * d.s.Pin()));
+  d.w = randn(rng, size_t(d.s.M * d.s.K()));
+  d.bias = randn(rng, size_t(d.s.M));
+  d.ref.resize(size_t(d.s.N * d.s.M * d.s.P()));
+  d.addend = randn(rng, d.ref.size());
+  conv_ref(d.s, d.x.data(), d.w.data(), d.bias.data(), d.ref.data(), -kInf, kInf);
+  return d;
+}
+
 // Runs one convolution through conv_gemm (all tasks, slots reused as one worker would)
 // or dwconv (when it applies and `depthwise`), and compares with conv_ref.
-void check_conv(std::mt19937& rng, const ConvCase& c, bool depthwise, bool clamp, int threads) {
-  const ConvShape s = shape_of(c);
-  const std::vector<float> x = randn(rng, size_t(s.N * s.C * s.Pin()));
-  const std::vector<float> w = randn(rng, size_t(s.M * s.K()));
-  const std::vector<float> bias = randn(rng, size_t(s.M));
+void check_conv(const ConvData& d, bool depthwise, bool clamp, int threads) {
+  const ConvShape& s = d.s;
+  const std::vector<float>& x = d.x;
+  const std::vector<float>& w = d.w;
+  const std::vector<float>& bias = d.bias;
   const float lo = clamp ? 0.0f : -kInf, hi = clamp ? 6.0f : kInf;
-  std::vector<float> want(size_t(s.N * s.M * s.P())), got(want.size(), kNaN);
-  conv_ref(s, x.data(), w.data(), bias.data(), want.data(), lo, hi);
+  std::vector<float> want(d.ref.size()), got(want.size(), kNaN);
+  for (size_t i = 0; i < want.size(); ++i) want[i] = std::min(std::max(d.ref[i], lo), hi);
   if (depthwise) {
     REQUIRE(dwconv_applies(s));
     std::vector<float> slot(size_t(dwconv_slot_floats(s)), kNaN);
@@ -195,8 +214,9 @@ void check_conv(std::mt19937& rng, const ConvCase& c, bool depthwise, bool clamp
   } else {
     // A fused residual addend, given apart from y or as y itself (y's memory reused for
     // the output: y holds the addend when the run starts), added before the clamp.
-    const std::vector<float> addend = randn(rng, want.size());
-    const std::vector<float> with_addend = conv_ref_with_addend(s, x, w, bias, addend, lo, hi);
+    const std::vector<float>& addend = d.addend;
+    std::vector<float> with_addend(want.size());
+    for (size_t i = 0; i < want.size(); ++i) with_addend[i] = std::min(std::max(d.ref[i] + addend[i], lo), hi);
     // W packed into panels and W read in place must both match.
     for (ConvPack how : {ConvPack::kPanels, ConvPack::kInPlace}) {
       const std::string what = std::string(how == ConvPack::kPanels ? "conv_gemm " : "conv_gemm in place ") + describe(s);
@@ -253,6 +273,9 @@ void check_conv(std::mt19937& rng, const ConvCase& c, bool depthwise, bool clamp
     return;
   }
   expect_close(got, want, "dwconv " + describe(s));
+}
+void check_conv(std::mt19937& rng, const ConvCase& c, bool depthwise, bool clamp, int threads) {
+  check_conv(conv_data(rng, c), depthwise, clamp, threads);
 }
 
 }  // namespace
@@ -400,9 +423,11 @@ TEST_CASE("GEMM convolution matches the reference") {
       {1, 3, 4, 1, {1, 1, 29}, {1, 1, 5}, {1, 1, 2}, {1, 1, 2}, {0, 0, 2}, {0, 0, 1}},
       {1, 2, 3, 1, {5, 6, 7}, {3, 2, 3}, {2, 1, 1}, {1, 2, 1}, {1, 0, 1}, {0, 1, 1}},
   };
-  for (const ConvCase& c : cases)
+  for (const ConvCase& c : cases) {
+    const ConvData d = conv_data(rng, c);
     for (int threads : {1, 2, 8})
-      for (bool clamp : {false, true}) check_conv(rng, c, false, clamp, threads);
+      for (bool clamp : {false, true}) check_conv(d, false, clamp, threads);
+  }
   // 1x1 convs with a W of 512 KB or more over 2-8 panels of pixels (14x14 at NR 32, 7x8
   // at NR 8 and 16), stride 1 and 2: on several threads one column block in row chunks
   // that share B (rows_share_b), with dot tails; 1200 -> 110 at stride 1 splits K instead
@@ -436,8 +461,10 @@ TEST_CASE("GEMM convolution matches the reference") {
       {{1, 70, 13, 1, {1, 11, 12}, {1, 3, 3}, {1, 1, 1}, {1, 2, 2}, {0, 2, 1}, {0, 1, 2}}, 3},
   };
   const int before = k_split_cases;
-  for (const auto& k : k_split)
-    for (bool clamp : {false, true}) check_conv(rng, k.c, false, clamp, k.threads);
+  for (const auto& k : k_split) {
+    const ConvData d = conv_data(rng, k.c);
+    for (bool clamp : {false, true}) check_conv(d, false, clamp, k.threads);
+  }
   CHECK(k_split_cases - before == 32);  // every one split (2 packings x 2 clamps x 8)
 }
 
