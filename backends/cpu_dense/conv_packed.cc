@@ -240,10 +240,7 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s, int threads) const
   if (depthwise_ && use_dw_block(s))
     return run_in_slots_bytes(threads, dw_block_items(s, threads), kernels::dwconv_block_slot_floats(s));
   if (depthwise_) return run_in_slots_bytes(threads, s.N * s.M, kernels::dwconv_plane_slot_floats(s));
-  if (use_direct(s)) {  // one image's planes and the tap offsets (thread count does not change them)
-    const kernels::DirectConvPlan p = kernels::plan_direct_conv(s, 1);
-    return bytes(p.planes_floats + s.K());
-  }
+  if (use_direct(s)) return bytes(rows_scratch_floats(s));  // the thread count does not change it
   if (threads > 0) {
     // The plan run() makes for this count: its slots, and room for a shared B after them
     // (run() builds one when the scratch holds both); or a K split's parts.
@@ -302,37 +299,44 @@ void ConvPacked::run_k_parts(const RunContext& ctx, const kernels::ConvShape& s,
   });
 }
 
+// The GEMM path with plan p (not a K split): every task over the slots, after the shared
+// B where the plan has one and the scratch holds it.
+void ConvPacked::run_gemm(const RunContext& ctx, const kernels::ConvShape& s, const kernels::ConvPlan& p,
+                          const float* x, const float* w_rows, float* y, const float* addend) const {
+  const int threads = ctx.num_threads();
+  const float lo = lo_, hi = hi_;
+  float* shared = nullptr;
+  int64_t slots_floats = int64_t(ctx.scratch_size() / sizeof(float));  // what the slots may take
+  if (p.shared_b_floats > 0) {
+    // B built once, its k-blocks over the workers, at the end of the scratch (the slots
+    // are at its start), then every row chunk reads it; without room for both, each
+    // chunk builds its own.
+    const int64_t total = slots_floats;
+    const int64_t at = (total - p.shared_b_floats) / kSharedAlignFloats * kSharedAlignFloats;
+    const int64_t slots = std::max(run_slots(threads, p.k_blocks, p.slot_floats), run_slots(threads, p.tasks, p.slot_floats));
+    if (at >= slots * p.slot_floats) {
+      shared = static_cast<float*>(ctx.scratch()) + at;
+      slots_floats = at;
+      run_in_slots(
+          ctx, p.k_blocks, p.slot_floats, "conv",
+          [&](int64_t kb, float* slot) { kernels::conv_gemm_build_b(s, gemm_, p, kb, x, shared, slot); }, at);
+    }
+  }
+  run_in_slots(
+      ctx, p.tasks, p.slot_floats, "conv",
+      [&](int64_t t, float* slot) { kernels::conv_gemm_task(s, gemm_, w_rows, p, t, x, y, slot, lo, hi, addend, shared); },
+      slots_floats);
+}
+
 void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const float* x,
                      const float* w_rows, float* y, const float* addend) const {
   const int threads = ctx.num_threads();
   if (use_winograd(s)) return run_winograd(ctx, s, x, y, addend);
   if (use_direct(s)) return run_direct(ctx, s, x, w_rows, y, addend);
   if (!depthwise_) {
-    const float lo = lo_, hi = hi_;
     const kernels::ConvPlan p = plan(s, threads);
     if (p.k_parts > 1) return run_k_parts(ctx, s, p, x, w_rows, y, addend);
-    float* shared = nullptr;
-    int64_t slots_floats = int64_t(ctx.scratch_size() / sizeof(float));  // what the slots may take
-    if (p.shared_b_floats > 0) {
-      // B built once, its k-blocks over the workers, at the end of the scratch (the slots
-      // are at its start), then every row chunk reads it; without room for both, each
-      // chunk builds its own.
-      const int64_t total = slots_floats;
-      const int64_t at = (total - p.shared_b_floats) / kSharedAlignFloats * kSharedAlignFloats;
-      const int64_t slots = std::max(run_slots(threads, p.k_blocks, p.slot_floats), run_slots(threads, p.tasks, p.slot_floats));
-      if (at >= slots * p.slot_floats) {
-        shared = static_cast<float*>(ctx.scratch()) + at;
-        slots_floats = at;
-        run_in_slots(
-            ctx, p.k_blocks, p.slot_floats, "conv",
-            [&](int64_t kb, float* slot) { kernels::conv_gemm_build_b(s, gemm_, p, kb, x, shared, slot); }, at);
-      }
-    }
-    run_in_slots(
-        ctx, p.tasks, p.slot_floats, "conv",
-        [&](int64_t t, float* slot) { kernels::conv_gemm_task(s, gemm_, w_rows, p, t, x, y, slot, lo, hi, addend, shared); },
-        slots_floats);
-    return;
+    return run_gemm(ctx, s, p, x, w_rows, y, addend);
   }
   if (addend && addend == y) throw PluginError("depthwise conv: the addend shares the output's memory");
   // The depthwise kernels add no addend themselves: with one, they run unclamped and a
@@ -363,26 +367,24 @@ void ConvPacked::run(const RunContext& ctx, const kernels::ConvShape& s, const f
 }
 
 int64_t ConvPacked::rows_scratch_floats(const kernels::ConvShape& s) const {
+  // Direct: one image's planes and the tap offsets (run_direct); GEMM: one slot.
   if (use_direct(s)) return kernels::plan_direct_conv(s, 1).planes_floats + s.K();
   return kernels::plan_conv(s, 1).slot_floats;
 }
 
 void ConvPacked::run_rows(const kernels::ConvShape& s, const float* x, const float* w_rows, float* y,
-                          float* scratch) const {
+                          float* scratch, int64_t scratch_floats) const {
   if (!runs_rows()) throw PluginError("conv: no one-thread run of rows for this kernel");
-  if (use_direct(s)) {
-    const kernels::DirectConvPlan p = kernels::plan_direct_conv(s, 1);
-    int32_t* off = reinterpret_cast<int32_t*>(scratch + p.planes_floats);
-    kernels::direct_conv_offsets(s, p, off);
-    for (int64_t n = 0; n < s.N; ++n) {
-      kernels::direct_conv_planes(s, p, x + n * s.C * s.Pin(), 0, s.C, scratch);
-      for (int64_t t = 0; t < p.tasks; ++t)
-        kernels::direct_conv_task(s, gemm_, w_rows, p, t, scratch, off, y + n * s.M * s.P(), lo_, hi_, nullptr);
-    }
-    return;
-  }
-  const kernels::ConvPlan p = kernels::plan_conv(s, 1);
-  for (int64_t t = 0; t < p.tasks; ++t) kernels::conv_gemm_task(s, gemm_, w_rows, p, t, x, y, scratch, lo_, hi_);
+  // The usual paths on a context of one thread (its parallel_for runs inline), without
+  // the node's cached plan: a band's shape differs from the node's and from band to band.
+  mn_run_ctx one{};
+  one.struct_size = sizeof(one);
+  one.num_threads = 1;
+  one.scratch = scratch;
+  one.scratch_size = size_t(scratch_floats) * sizeof(float);
+  const RunContext ctx(&one);
+  if (use_direct(s)) return run_direct(ctx, s, x, w_rows, y, nullptr);
+  run_gemm(ctx, s, kernels::plan_conv(s, 1), x, w_rows, y, nullptr);
 }
 
 // Per image: its phase planes (channels over the workers), then the output rows' tasks.

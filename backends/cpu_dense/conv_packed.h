@@ -154,7 +154,8 @@ class ConvPacked {
   // into y, with that scratch.
   bool runs_rows() const { return !depthwise_ && !winograd_.u && expand_.K == 0; }
   int64_t rows_scratch_floats(const kernels::ConvShape& s) const;
-  void run_rows(const kernels::ConvShape& s, const float* x, const float* w_rows, float* y, float* scratch) const;
+  void run_rows(const kernels::ConvShape& s, const float* x, const float* w_rows, float* y, float* scratch,
+                int64_t scratch_floats) const;
   // Every later run clamps its outputs to [lo, hi] (a fused Relu / Clip).
   void set_clamp(float lo, float hi) {
     lo_ = lo;
@@ -170,6 +171,8 @@ class ConvPacked {
   kernels::ConvPlan plan(const kernels::ConvShape& s, int threads) const;
   void run_winograd(const RunContext& ctx, const kernels::ConvShape& s, const float* x,
                     float* y, const float* addend) const;
+  void run_gemm(const RunContext& ctx, const kernels::ConvShape& s, const kernels::ConvPlan& p, const float* x,
+                const float* w_rows, float* y, const float* addend) const;
   void run_k_parts(const RunContext& ctx, const kernels::ConvShape& s, const kernels::ConvPlan& p,
                    const float* x, const float* w_rows, float* y, const float* addend) const;
   bool use_direct(const kernels::ConvShape& s) const { return !depthwise_ && kernels::conv_direct_applies(s); }

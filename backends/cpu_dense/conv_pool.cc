@@ -66,70 +66,76 @@ void for_bands(int64_t r0, int64_t r1, int64_t band_rows, F fn) {
   for (int64_t i = 0; i < bands; ++i) fn(r0 + rows * i / bands, r0 + rows * (i + 1) / bands);
 }
 
-// A slot's pieces (floats, each from a cache line): the band's input rows, its conv rows,
-// the conv's scratch, the pool's scratch; the most any band of a run on `parts` parts takes.
-struct SlotPieces {
-  int64_t in = 0, conv_out = 0, conv_scratch = 0, pool_scratch = 0;
-  int64_t total() const { return in + conv_out + conv_scratch + pool_scratch; }
-};
+// The band shapes of pool rows [a, b): the pool's over conv rows from *c0 on, the conv's
+// over input rows from *ih0 on.
+void band_shapes(const ConvPoolPlan& p, int64_t a, int64_t b, kernels::ConvShape* pool, kernels::ConvShape* conv,
+                 int64_t* c0, int64_t* ih0) {
+  *pool = row_band(p.pool, a, b, c0);
+  *conv = row_band(p.conv, *c0, *c0 + pool->in[1], ih0);
+}
 
-SlotPieces slot_pieces(const ConvPacked& conv, const kernels::ConvShape& cs, const kernels::ConvShape& ps,
-                       int64_t parts) {
-  SlotPieces sp;
-  const int64_t band_rows = band_pool_rows(cs, ps);
-  for (int64_t part = 0; part < parts; ++part)
-    for_bands(ps.out[1] * part / parts, ps.out[1] * (part + 1) / parts, band_rows, [&](int64_t a, int64_t b) {
-      int64_t c0 = 0, ih0 = 0;
-      const kernels::ConvShape pb = row_band(ps, a, b, &c0);
-      const kernels::ConvShape cb = row_band(cs, c0, c0 + pb.in[1], &ih0);
-      sp.in = std::max(sp.in, round_line(cb.C * cb.Pin()));
-      sp.conv_out = std::max(sp.conv_out, round_line(cb.M * cb.P()));
-      sp.conv_scratch = std::max(sp.conv_scratch, round_line(conv.rows_scratch_floats(cb)));
-      sp.pool_scratch = std::max(sp.pool_scratch, round_line(kernels::dwconv_slot_floats(pb)));
-    });
-  return sp;
+// fn(a, b) for the bands [a, b) of part `part` of `parts` of the pool's rows.
+template <class F>
+void for_part_bands(const ConvPoolPlan& p, int64_t part, int64_t parts, F fn) {
+  const int64_t PH = p.pool.out[1];
+  for_bands(PH * part / parts, PH * (part + 1) / parts, p.band_rows, fn);
 }
 
 }  // namespace
 
-bool conv_pool_applies(const ConvPacked& conv, const kernels::ConvShape& cs, const kernels::ConvShape& ps) {
-  return conv.runs_rows() && cs.group == 1 && two_d(cs) && two_d(ps) && ps.N == cs.N && ps.C == cs.M &&
-         ps.M == ps.C && ps.in[1] == cs.out[1] && ps.in[2] == cs.out[2] && ps.s[1] >= 2 && rows_padding_sane(cs) &&
-         rows_padding_sane(ps) && cs.M * cs.P() * int64_t(sizeof(float)) >= kConvPoolMinBytes;
+bool conv_pool_plan(const ConvPacked& conv, const kernels::ConvShape& cs, const kernels::ConvShape& ps,
+                    ConvPoolPlan* plan) {
+  if (!(conv.runs_rows() && cs.group == 1 && two_d(cs) && two_d(ps) && ps.N == cs.N && ps.C == cs.M &&
+        ps.in[1] == cs.out[1] && ps.in[2] == cs.out[2] && ps.s[1] >= 2 && rows_padding_sane(cs) &&
+        rows_padding_sane(ps) && cs.M * cs.P() * int64_t(sizeof(float)) >= kConvPoolMinBytes))
+    return false;
+  ConvPoolPlan p;
+  p.conv = cs;
+  p.pool = ps;
+  p.band_rows = band_pool_rows(cs, ps);
+  for (int64_t parts = 1; parts <= parts_for(ps, kernels::kConvMaxSlots); ++parts)
+    for (int64_t part = 0; part < parts; ++part)
+      for_part_bands(p, part, parts, [&](int64_t a, int64_t b) {
+        kernels::ConvShape pb, cb;
+        int64_t c0 = 0, ih0 = 0;
+        band_shapes(p, a, b, &pb, &cb, &c0, &ih0);
+        p.in = std::max(p.in, round_line(cb.C * cb.Pin()));
+        p.conv_out = std::max(p.conv_out, round_line(cb.M * cb.P()));
+        p.conv_scratch = std::max(p.conv_scratch, round_line(conv.rows_scratch_floats(cb)));
+        p.pool_scratch = std::max(p.pool_scratch, round_line(kernels::dwconv_slot_floats(pb)));
+      });
+  *plan = p;
+  return true;
 }
 
-size_t conv_pool_scratch_bytes(const ConvPacked& conv, const kernels::ConvShape& cs, const kernels::ConvShape& ps,
-                               int threads) {
-  if (threads > 0) {
-    const int64_t parts = parts_for(ps, threads);
-    return run_in_slots_bytes(threads, cs.N * parts, slot_pieces(conv, cs, ps, parts).total());
-  }
+size_t conv_pool_scratch_bytes(const ConvPoolPlan& plan, int threads) {
+  const int64_t N = plan.conv.N;
+  if (threads > 0) return run_in_slots_bytes(threads, N * parts_for(plan.pool, threads), plan.slot_floats());
   size_t most = 0;  // any count: the most any number of parts asks
-  for (int64_t parts = 1; parts <= parts_for(ps, kernels::kConvMaxSlots); ++parts)
-    most = std::max(most, run_in_slots_bytes(0, cs.N * parts, slot_pieces(conv, cs, ps, parts).total()));
+  for (int64_t parts = 1; parts <= parts_for(plan.pool, kernels::kConvMaxSlots); ++parts)
+    most = std::max(most, run_in_slots_bytes(0, N * parts, plan.slot_floats()));
   return most;
 }
 
-void conv_pool_run(const RunContext& ctx, const ConvPacked& conv, const kernels::ConvShape& cs,
-                   const kernels::ConvShape& ps, const float* x, const float* w_rows, float* y) {
-  const int64_t parts = parts_for(ps, ctx.num_threads());
-  const SlotPieces sp = slot_pieces(conv, cs, ps, parts);
-  const int64_t band_rows = band_pool_rows(cs, ps);
-  const int64_t PH = ps.out[1], PW = ps.out[2], W = cs.in[2];
-  run_in_slots(ctx, cs.N * parts, sp.total(), "conv + maxpool", [&](int64_t item, float* slot) {
+void conv_pool_run(const RunContext& ctx, const ConvPacked& conv, const ConvPoolPlan& plan, const float* x,
+                   const float* w_rows, float* y) {
+  const kernels::ConvShape& cs = plan.conv;
+  const int64_t parts = parts_for(plan.pool, ctx.num_threads());
+  const int64_t PH = plan.pool.out[1], PW = plan.pool.out[2], W = cs.in[2];
+  run_in_slots(ctx, cs.N * parts, plan.slot_floats(), "conv + maxpool", [&](int64_t item, float* slot) {
     const int64_t n = item / parts, part = item % parts;
     float* in = slot;
-    float* conv_out = in + sp.in;
-    float* conv_scratch = conv_out + sp.conv_out;
-    float* pool_scratch = conv_scratch + sp.conv_scratch;
-    for_bands(PH * part / parts, PH * (part + 1) / parts, band_rows, [&](int64_t a, int64_t b) {
+    float* conv_out = in + plan.in;
+    float* conv_scratch = conv_out + plan.conv_out;
+    float* pool_scratch = conv_scratch + plan.conv_scratch;
+    for_part_bands(plan, part, parts, [&](int64_t a, int64_t b) {
+      kernels::ConvShape pb, cb;
       int64_t c0 = 0, ih0 = 0;
-      const kernels::ConvShape pb = row_band(ps, a, b, &c0);
-      const kernels::ConvShape cb = row_band(cs, c0, c0 + pb.in[1], &ih0);
+      band_shapes(plan, a, b, &pb, &cb, &c0, &ih0);
       // The band's input rows, channel by channel (the conv kernels take whole planes).
       for (int64_t c = 0; c < cs.C; ++c)
         std::memcpy(in + c * cb.Pin(), x + ((n * cs.C + c) * cs.in[1] + ih0) * W, size_t(cb.Pin()) * sizeof(float));
-      conv.run_rows(cb, in, w_rows, conv_out, conv_scratch);
+      conv.run_rows(cb, in, w_rows, conv_out, conv_scratch, plan.conv_scratch);
       for (int64_t m = 0; m < cs.M; ++m)
         kernels::maxpool_plane(pb, 0, conv_out + m * cb.P(), y + ((n * cs.M + m) * PH + a) * PW, pool_scratch);
     });

@@ -27,18 +27,29 @@ class PackedConvSource {
   ~PackedConvSource() = default;
 };
 
+// The fused pair's geometry, planned once when the pool takes the conv: the two shapes,
+// the pool rows of a band, and a scratch slot's pieces (floats, each from a cache line:
+// the band's input rows, its conv rows, the conv's scratch, the pool's scratch), the most
+// any band takes for any number of workers, so runs plan nothing.
+struct ConvPoolPlan {
+  kernels::ConvShape conv, pool;
+  int64_t band_rows = 1;
+  int64_t in = 0, conv_out = 0, conv_scratch = 0, pool_scratch = 0;
+  int64_t slot_floats() const { return in + conv_out + conv_scratch + pool_scratch; }
+};
+
 // Whether the pair runs fused (2-D; the conv on its GEMM or direct path, one group; a
 // pool with a row stride of 2 or more, so bands recompute few rows; a conv output of
 // kConvPoolMinBytes or more, which outgrows L2) for the conv shape cs and the pool shape
-// ps (pool_simd.h's geometry: M == C == group) over cs's output.
+// ps (pool_simd.h's geometry) over cs's output; if so, *plan is its plan.
 constexpr int64_t kConvPoolMinBytes = int64_t(1) << 20;
-bool conv_pool_applies(const ConvPacked& conv, const kernels::ConvShape& cs, const kernels::ConvShape& ps);
+bool conv_pool_plan(const ConvPacked& conv, const kernels::ConvShape& cs, const kernels::ConvShape& ps,
+                    ConvPoolPlan* plan);
 // Scratch for runs on `threads` threads (0: any count).
-size_t conv_pool_scratch_bytes(const ConvPacked& conv, const kernels::ConvShape& cs, const kernels::ConvShape& ps,
-                               int threads);
+size_t conv_pool_scratch_bytes(const ConvPoolPlan& plan, int threads);
 // y: the pool's output [N, M, PH, PW]; x, w_rows: the conv's X and W as the run gives them.
-void conv_pool_run(const RunContext& ctx, const ConvPacked& conv, const kernels::ConvShape& cs,
-                   const kernels::ConvShape& ps, const float* x, const float* w_rows, float* y);
+void conv_pool_run(const RunContext& ctx, const ConvPacked& conv, const ConvPoolPlan& plan, const float* x,
+                   const float* w_rows, float* y);
 
 }  // namespace cpu_dense
 }  // namespace minnow

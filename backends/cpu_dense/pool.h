@@ -68,20 +68,19 @@ class PoolKernel final : public OpKernel {
   double flops(const mn_tensor* in, int num_inputs, const mn_tensor* out, int) const override {
     double f = pool_flops(attrs_, out[0]);
     // A fused conv: its multiply-adds (its output, X here, times its K).
-    if (conv_ && num_inputs > 0) f += 2.0 * static_cast<double>(numel(in[0])) * static_cast<double>(conv_shape_.K());
+    if (conv_ && num_inputs > 0) f += 2.0 * static_cast<double>(numel(in[0])) * static_cast<double>(conv_plan_.conv.K());
     return f;
   }
 
   // The Conv that alone writes X (mn_kernel.fuse_producer), its clamp included: computed a
-  // band of rows at a time as they are pooled (conv_pool.h), where conv_pool_applies.
+  // band of rows at a time as they are pooled (conv_pool.h), where conv_pool_plan says so.
   bool fuse_producer(int input_index, Kernel& producer, int first_extra) override {
     auto* src = dynamic_cast<PackedConvSource*>(&producer);
     if (input_index != 0 || kind_ != PoolKind::kMax || conv_ || !static_shape_ || !src) return false;
     std::shared_ptr<const ConvPacked> conv = src->packed_conv();
     const kernels::ConvShape* cs = src->packed_conv_shape();
-    if (!conv || !cs || !conv_pool_applies(*conv, *cs, *static_shape_)) return false;
+    if (!conv || !cs || !conv_pool_plan(*conv, *cs, *static_shape_, &conv_plan_)) return false;
     conv_ = std::move(conv);
-    conv_shape_ = *cs;
     conv_first_ = first_extra;
     return true;
   }
@@ -93,7 +92,7 @@ class PoolKernel final : public OpKernel {
   }
   size_t scratch_bytes_for_threads(const mn_tensor* in, int num_inputs, const mn_tensor* out,
                                    int, int threads) const override {
-    if (conv_) return conv_pool_scratch_bytes(*conv_, conv_shape_, *static_shape_, threads);
+    if (conv_) return conv_pool_scratch_bytes(conv_plan_, threads);
     kernels::ConvShape s;
     Axis ax[kMaxSpatial];
     if (kind_ != PoolKind::kMax || num_inputs < 1 || in[0].rank != attrs_.nsp + 2 ||
@@ -188,14 +187,14 @@ class PoolKernel final : public OpKernel {
     const mn_tensor& cw = in[conv_first_ + 1];
     check_dtype(cx, MN_F32, "the fused conv's X");
     check_dtype(cw, MN_F32, "the fused conv's W");
-    const kernels::ConvShape& c = conv_shape_;
+    const kernels::ConvShape& c = conv_plan_.conv;
     const int64_t want_x[4] = {c.N, c.C, c.in[1], c.in[2]};
     const int64_t want_w[2] = {c.M, c.Cg()};
     if (cx.rank != 4 || !cx.data || !std::equal(want_x, want_x + 4, cx.dims))
       fail("the fused conv's X " + shape_str(cx) + " differs from the shape it was prepared for");
     if (cw.rank != 4 || !cw.data || !std::equal(want_w, want_w + 2, cw.dims) || cw.dims[2] != c.k[1] || cw.dims[3] != c.k[2])
       fail("the fused conv's W " + shape_str(cw) + " differs from the shape it was prepared for");
-    const kernels::ConvShape& p = *static_shape_;
+    const kernels::ConvShape& p = conv_plan_.pool;
     const int64_t want_y[4] = {p.N, p.C, p.out[1], p.out[2]};
     const int64_t want_in[4] = {p.N, p.C, p.in[1], p.in[2]};
     if (num_inputs < 1 || in[0].rank != 4 || !std::equal(want_in, want_in + 4, in[0].dims))
@@ -203,7 +202,7 @@ class PoolKernel final : public OpKernel {
     if (num_outputs < 1 || out[0].rank != 4 || out[0].dtype != MN_F32 || !out[0].data ||
         !std::equal(want_y, want_y + 4, out[0].dims))
       fail("output " + shape_str(out[0]) + " differs from the shape the fused conv was prepared for");
-    conv_pool_run(ctx, *conv_, c, p, static_cast<const float*>(cx.data), static_cast<const float*>(cw.data),
+    conv_pool_run(ctx, *conv_, conv_plan_, static_cast<const float*>(cx.data), static_cast<const float*>(cw.data),
                   static_cast<float*>(out[0].data));
   }
 
@@ -211,9 +210,9 @@ class PoolKernel final : public OpKernel {
   PoolKind kind_;
   bool count_include_pad_;
   std::unique_ptr<kernels::ConvShape> static_shape_;  // the SIMD max pool's shape, when known at prepare
-  // A fused conv (fuse_producer): its packed weights, its shape, where its inputs start.
+  // A fused conv (fuse_producer): its packed weights, the pair's plan, where its inputs start.
   std::shared_ptr<const ConvPacked> conv_;
-  kernels::ConvShape conv_shape_;
+  ConvPoolPlan conv_plan_;
   int conv_first_ = -1;
 };
 
