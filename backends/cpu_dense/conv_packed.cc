@@ -49,7 +49,6 @@ int64_t max_scratch_slots(int64_t tasks, int64_t slot_floats) {
 // projections after them 0.93-0.95x, but 28x28 1.13-1.17x, 14x14 1.10-1.31x, 7x7 1.19x
 // (each part's expand recomputes the rows at its edges, and a block's fixed work is
 // done once per part).
-constexpr int64_t kDwRowPartsMinPixels = 56 * 56;
 static int64_t dw_row_parts(const kernels::ConvShape& s, int threads) {
   if (threads == 1 || s.P() < kDwRowPartsMinPixels) return 1;
   const int64_t t = threads > 0 ? threads : kernels::kConvMaxSlots;
@@ -58,6 +57,9 @@ static int64_t dw_row_parts(const kernels::ConvShape& s, int threads) {
 // The channel-blocked depthwise's items on `threads` threads: row parts x channel blocks.
 static int64_t dw_block_items(const kernels::ConvShape& s, int threads) {
   return dw_row_parts(s, threads) * s.N * s.M / kernels::dwconv_block_lanes();
+}
+int64_t ConvPacked::dw_rows_from_pixels(const kernels::ConvShape& s) const {
+  return depthwise_ && use_dw_block(s) ? kDwRowPartsMinPixels : std::numeric_limits<int64_t>::max();
 }
 // fn(block, oh_begin, oh_end, slot) over every item, part by part, in run_in_slots' slots.
 template <class F>
@@ -189,7 +191,7 @@ void ConvPacked::run_expand(const RunContext& ctx, const kernels::ConvShape& s, 
 kernels::ConvPlan ConvPacked::plan(const kernels::ConvShape& s, int threads) const {
   std::lock_guard<std::mutex> lock(plan_mu_);
   if (plan_threads_ != threads || !(plan_shape_ == s)) {
-    plan_ = kernels::plan_conv(s, threads, input_by_channels_);
+    plan_ = kernels::plan_conv(s, threads, input_by_channels(s, threads));
     plan_shape_ = s;
     plan_threads_ = threads;
   }
@@ -263,7 +265,7 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s, int threads) const
                    (shared > 0 ? shared + kSharedAlignFloats : 0);
   // A K split, on the counts that take one (its parts' partial sums).
   for (int t = 2; t <= kernels::kConvMaxKParts; ++t) {
-    const kernels::ConvPlan pk = kernels::plan_conv(s, t, input_by_channels_);
+    const kernels::ConvPlan pk = kernels::plan_conv(s, t, input_by_channels(s, t));
     if (pk.k_parts > 1) floats = std::max(floats, k_parts_floats(s, pk, t));
   }
   return bytes(floats);

@@ -104,6 +104,10 @@ void run_in_slots(const RunContext& ctx, int64_t count, int64_t slot_floats, con
 kernels::ConvShape conv_shape(const Axis ax[kMaxSpatial], int64_t N, int64_t C, int64_t M,
                               int64_t group);
 
+// The channel-blocked depthwise splits its output rows over the threads (not its channel
+// blocks) on maps of this many output pixels or more (conv_packed.cc, dw_row_parts).
+constexpr int64_t kDwRowPartsMinPixels = 56 * 56;
+
 class ConvPacked {
  public:
   // w: [M, Cg, k...] (taps = product of k), bias [M] or null. `spatial` = spatial rank.
@@ -142,9 +146,22 @@ class ConvPacked {
   bool fuse_expand(const ConvPacked& expand, const float* w1, int64_t K, const kernels::ConvShape& s);
   bool fused_expand() const { return expand_.K > 0; }
   bool depthwise() const { return depthwise_; }
-  // The input is written split by channels over the threads (a depthwise conv's channel
-  // blocks write it): plan_conv may then split K on larger maps too.
-  void set_input_by_channels(bool v) { input_by_channels_ = v; }
+  // The input is written by a depthwise conv, split by channels over the threads (its
+  // planes or channel blocks) on maps of fewer than `rows_from_pixels` pixels, by output
+  // rows on larger ones (run_dw_blocks' row parts): plan_conv may split K where it is
+  // written by channels, on larger maps too.
+  void set_input_by_channels(bool v, int64_t rows_from_pixels = std::numeric_limits<int64_t>::max()) {
+    input_by_channels_ = v;
+    input_rows_from_pixels_ = rows_from_pixels;
+  }
+  // For a depthwise conv of output shape s: the fewest output pixels on which it splits its
+  // output rows over several threads rather than its channels (the channel-blocked kernel
+  // on large maps), or the largest int64 where it never does.
+  int64_t dw_rows_from_pixels(const kernels::ConvShape& s) const;
+  // Whether the input of s is written by channels on `threads` threads: plan_conv's hint.
+  bool input_by_channels(const kernels::ConvShape& s, int threads) const {
+    return input_by_channels_ && (threads <= 1 || s.Pin() < input_rows_from_pixels_);
+  }
   // The run with the expand fused: x1 = the expand's input [N, K, in...] (s as at fusing).
   void run_expand(const RunContext& ctx, const kernels::ConvShape& s, const float* x1, float* y) const;
   // On one thread, for a consumer that runs the conv a band of output rows at a time
@@ -183,6 +200,7 @@ class ConvPacked {
   float hi_ = std::numeric_limits<float>::infinity();
   bool depthwise_ = false;
   bool input_by_channels_ = false;
+  int64_t input_rows_from_pixels_ = std::numeric_limits<int64_t>::max();
   // Few input channels, many taps per stride^2 (kernels::conv_direct_applies but for the run's
   // shapes): name() says the direct kernel.
   bool direct_name_ = false;

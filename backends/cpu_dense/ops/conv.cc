@@ -88,10 +88,19 @@ class ConvKernel final : public OpKernel, public PackedConvSource {
   const kernels::ConvShape* packed_conv_shape() const override { return static_shape_.get(); }
 
   // X written by a depthwise conv of this backend (mn_kernel.set_producer): by channel
-  // blocks over the threads, so a K split reads mostly what each thread wrote.
+  // blocks over the threads, so a K split reads mostly what each thread wrote; but by
+  // output rows where the depthwise splits rows (the channel-blocked kernel on maps of
+  // 56x56 and more), like this conv's own column blocks, and a K split there read half of
+  // X from the other thread's cache, then half of the other's partial sums: mobilenet_v2's
+  // projections 96 / 144 -> 24 at 56x56 took longer on 2 threads than on 1 (Zen 5 guest,
+  // whose two vCPUs pay ~470 ns a line the other wrote); without it the model took 0.956-0.960x
+  // the time at 2 threads (bench/inproc_ab, 40 blocks of 20 runs, twice).
   void set_producer(int input_index, Kernel& producer) override {
     auto* p = dynamic_cast<ConvKernel*>(&producer);
-    if (input_index == 0 && fast_ && p && p->fast_ && p->fast_->depthwise()) fast_->set_input_by_channels(true);
+    if (input_index != 0 || !fast_ || !p || !p->fast_ || !p->fast_->depthwise()) return;
+    // Unknown shapes (symbolic dims): as the channel-blocked kernel does on large maps.
+    const int64_t rows_from = p->static_shape_ ? p->fast_->dw_rows_from_pixels(*p->static_shape_) : kDwRowPartsMinPixels;
+    fast_->set_input_by_channels(true, rows_from);
   }
 
   // Packs W (and B) for the SIMD kernels when both are constants.

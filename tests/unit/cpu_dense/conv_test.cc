@@ -2,6 +2,9 @@
 // input channels and all kernel taps that land inside the (unpadded) input.
 #include <doctest/doctest.h>
 
+#include <limits>
+
+#include "conv_packed.h"
 #include "test_util.h"
 
 using namespace cdt;
@@ -546,5 +549,49 @@ TEST_SUITE("conv") {
       std::vector<Tensor> out{Tensor::out({1, 1, 2, 2, 2, 2})};
       CHECK(bid(FakeNode("Conv", 11), in, out).cost < 0);
     }
+  }
+  TEST_CASE("Conv: a K split only where the depthwise producer wrote X by channels") {
+    // A projection 144 -> 24 after a depthwise conv (mobilenet_v2): on 2 threads the
+    // channel-blocked depthwise writes channel blocks on small maps (a K split then reads
+    // what each thread wrote) but output rows on maps of kDwRowPartsMinPixels or more (the
+    // projection's own column blocks read what each wrote there; a K split would not).
+    using minnow::cpu_dense::ConvPacked;
+    using minnow::cpu_dense::kDwRowPartsMinPixels;
+    namespace k = minnow::cpu_dense::kernels;
+    std::vector<float> w(24 * 144, 0.5f);
+    ConvPacked proj(w.data(), 24, 144, 1, 1, nullptr, 2);
+    auto shape = [](int64_t side) {
+      k::ConvShape s;
+      s.C = 144;
+      s.M = 24;
+      s.in[1] = s.in[2] = s.out[1] = s.out[2] = side;
+      return s;
+    };
+    const k::ConvShape s56 = shape(56), s28 = shape(28);
+    REQUIRE(s56.Pin() >= kDwRowPartsMinPixels);
+    REQUIRE(s28.Pin() < kDwRowPartsMinPixels);
+    CHECK_FALSE(proj.input_by_channels(s28, 2));  // no depthwise producer
+    proj.set_input_by_channels(true, kDwRowPartsMinPixels);
+    CHECK(proj.input_by_channels(s28, 2));
+    CHECK_FALSE(proj.input_by_channels(s56, 2));
+    CHECK(proj.input_by_channels(s56, 1));
+    // What the hint changes: plan_conv splits K on the 28x28 map, not on the 56x56 one.
+    CHECK(k::plan_conv(s28, 2, proj.input_by_channels(s28, 2)).k_parts == 2);
+    CHECK(k::plan_conv(s56, 2, proj.input_by_channels(s56, 2)).k_parts == 1);
+    CHECK(k::plan_conv(s56, 2, true).k_parts == 2);
+    // A producer that splits channels on every map (planes, not channel blocks).
+    proj.set_input_by_channels(true);
+    CHECK(proj.input_by_channels(s56, 2));
+    // The depthwise conv itself: rows from kDwRowPartsMinPixels on where it takes channel
+    // blocks; a map too wide for them takes planes (channels) whatever its size.
+    std::vector<float> wd(144 * 9, 0.1f);
+    ConvPacked dw(wd.data(), 144, 1, 9, 144, nullptr, 2);
+    k::ConvShape d = shape(56);
+    d.M = d.group = 144;
+    d.k[1] = d.k[2] = 3;
+    d.pb[1] = d.pb[2] = 1;
+    const int64_t rows_from = dw.dw_rows_from_pixels(d);
+    CHECK((rows_from == kDwRowPartsMinPixels || rows_from == std::numeric_limits<int64_t>::max()));
+    CHECK(proj.dw_rows_from_pixels(s56) == std::numeric_limits<int64_t>::max());  // not depthwise
   }
 }
