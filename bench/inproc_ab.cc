@@ -5,7 +5,10 @@
 // more apart; here the two sides are milliseconds apart, and two identical settings (A/A)
 // come out within about +-1.5 % (quartiles of the block ratios).
 //
-//   inproc_ab MODEL [--threads N] [--blocks B] [--runs R] [--seed S] "ENV_A" "ENV_B"
+//   inproc_ab MODEL [--threads N] [--blocks B] [--runs R] [--seed S] [--nodes K] "ENV_A" "ENV_B"
+//
+// --nodes K: both sessions profile every node (SessionOptions::profile); prints the K nodes
+// whose median times differ most between the sides (and the sum over all nodes).
 //
 // ENV_A / ENV_B: space-separated NAME=VALUE assignments, each set while its side is
 // prepared, its session created and its runs timed, and unset otherwise (so a setting read
@@ -19,6 +22,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -92,7 +96,7 @@ int to_int(const char* s, const char* what) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> pos;
-  int threads = 1, blocks = 30, runs = 10;
+  int threads = 1, blocks = 30, runs = 10, nodes = 0;
   unsigned seed = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -104,12 +108,14 @@ int main(int argc, char** argv) {
     else if (a == "--blocks") blocks = to_int(value(), "--blocks");
     else if (a == "--runs") runs = to_int(value(), "--runs");
     else if (a == "--seed") seed = unsigned(to_int(value(), "--seed"));
+    else if (a == "--nodes") nodes = to_int(value(), "--nodes");
     else if (a == "-h" || a == "--help") {
-      std::printf("usage: inproc_ab MODEL [--threads N] [--blocks B] [--runs R] [--seed S] \"ENV_A\" \"ENV_B\"\n");
+      std::printf("usage: inproc_ab MODEL [--threads N] [--blocks B] [--runs R] [--seed S] [--nodes K] \"ENV_A\" \"ENV_B\"\n");
       return 0;
     } else pos.push_back(a);
   }
-  if (pos.size() != 3) die("usage: inproc_ab MODEL [--threads N] [--blocks B] [--runs R] [--seed S] \"ENV_A\" \"ENV_B\"");
+  if (pos.size() != 3)
+    die("usage: inproc_ab MODEL [--threads N] [--blocks B] [--runs R] [--seed S] [--nodes K] \"ENV_A\" \"ENV_B\"");
   const std::string path = pos[0];
   const std::vector<std::pair<std::string, std::string>> env[2] = {parse_env(pos[1]), parse_env(pos[2])};
 
@@ -139,11 +145,13 @@ int main(int argc, char** argv) {
     auto pm = must(engine->prepare(model), "prepare");
     SessionOptions so;
     so.threads = threads;
+    so.profile = nodes > 0;
     session[side] = must(Session::create(pm, so), "session");
     for (size_t i = 0; i < inputs.size(); ++i) must(session[side]->set_input(i, inputs[i]), "input");
     for (int w = 0; w < 5; ++w) must(session[side]->run(), "run");  // warm-up
   }
   std::vector<double> med[2], ratio;
+  std::vector<std::vector<double>> node_ms[2];  // [side][node][sample]
   for (int b = 0; b < blocks; ++b) {
     double m[2];
     for (int side = 0; side < 2; ++side) {
@@ -153,6 +161,11 @@ int main(int argc, char** argv) {
         const auto t0 = std::chrono::steady_clock::now();
         must(session[side]->run(), "run");
         t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        if (nodes > 0) {
+          const auto& prof = session[side]->profile();
+          node_ms[side].resize(prof.size());
+          for (size_t k = 0; k < prof.size(); ++k) node_ms[side][k].push_back(prof[k].ms);
+        }
       }
       m[side] = median(t);
       med[side].push_back(m[side]);
@@ -162,5 +175,28 @@ int main(int argc, char** argv) {
   std::printf("%s, %d thread(s): A %.4f ms, B %.4f ms; B/A median of %d block ratios %.4f (quartiles %.4f %.4f)\n",
               path.c_str(), threads, median(med[0]), median(med[1]), blocks, median(ratio), quantile(ratio, 0.25),
               quantile(ratio, 0.75));
+  if (nodes > 0 && node_ms[0].size() == node_ms[1].size()) {
+    const auto& prof = session[0]->profile();
+    struct Row {
+      double a, b;
+      size_t k;
+    };
+    std::vector<Row> rows;
+    double sa = 0, sb = 0;
+    for (size_t k = 0; k < node_ms[0].size(); ++k) {
+      if (node_ms[0][k].empty() || node_ms[1][k].empty()) continue;
+      rows.push_back({median(node_ms[0][k]), median(node_ms[1][k]), k});
+      sa += rows.back().a;
+      sb += rows.back().b;
+    }
+    std::sort(rows.begin(), rows.end(), [](const Row& x, const Row& y) {
+      return std::abs(x.b - x.a) > std::abs(y.b - y.a);
+    });
+    std::printf("sum of node medians: A %.4f ms, B %.4f ms (B/A %.4f); the %d nodes that differ most:\n", sa, sb,
+                sb / sa, nodes);
+    for (size_t i = 0; i < rows.size() && i < size_t(nodes); ++i)
+      std::printf("  %-48s %-10s A %.4f B %.4f ms  B/A %.3f\n", prof[rows[i].k].name.c_str(), prof[rows[i].k].kernel.c_str(),
+                  rows[i].a, rows[i].b, rows[i].b / rows[i].a);
+  }
   return 0;
 }
