@@ -20,6 +20,8 @@
 // tool, like sparse_bench. bench/inproc_ab.sh builds and runs it.
 #include <minnow/minnow.h>
 
+#include "cmd_bench_stats.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -76,10 +78,8 @@ class EnvGuard {
   const std::vector<std::pair<std::string, std::string>>& env_;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+// The median as `minnow bench` takes it.
+double median(std::vector<double> v) { return cli::time_stats(std::move(v)).median; }
 double quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   return v[size_t(q * double(v.size() - 1))];
