@@ -151,8 +151,7 @@ class ConvPacked {
   // rows on larger ones (run_dw_blocks' row parts): plan_conv may split K where it is
   // written by channels, on larger maps too.
   void set_input_by_channels(bool v, int64_t rows_from_pixels = std::numeric_limits<int64_t>::max()) {
-    input_by_channels_ = v;
-    input_rows_from_pixels_ = rows_from_pixels;
+    input_channels_below_pixels_ = v ? rows_from_pixels : 0;
   }
   // For a depthwise conv of output shape s: the fewest output pixels on which it splits its
   // output rows over several threads rather than its channels (the channel-blocked kernel
@@ -160,7 +159,7 @@ class ConvPacked {
   int64_t dw_rows_from_pixels(const kernels::ConvShape& s) const;
   // Whether the input of s is written by channels on `threads` threads: plan_conv's hint.
   bool input_by_channels(const kernels::ConvShape& s, int threads) const {
-    return input_by_channels_ && (threads <= 1 || s.Pin() < input_rows_from_pixels_);
+    return input_channels_below_pixels_ > 0 && (threads <= 1 || s.Pin() < input_channels_below_pixels_);
   }
   // The run with the expand fused: x1 = the expand's input [N, K, in...] (s as at fusing).
   void run_expand(const RunContext& ctx, const kernels::ConvShape& s, const float* x1, float* y) const;
@@ -199,8 +198,8 @@ class ConvPacked {
   float lo_ = -std::numeric_limits<float>::infinity();
   float hi_ = std::numeric_limits<float>::infinity();
   bool depthwise_ = false;
-  bool input_by_channels_ = false;
-  int64_t input_rows_from_pixels_ = std::numeric_limits<int64_t>::max();
+  // The input is written by channels on maps of fewer pixels than this (0: on none).
+  int64_t input_channels_below_pixels_ = 0;
   // Few input channels, many taps per stride^2 (kernels::conv_direct_applies but for the run's
   // shapes): name() says the direct kernel.
   bool direct_name_ = false;
