@@ -45,6 +45,13 @@ long compare_fused(const std::shared_ptr<const PreparedModel>& fused, const std:
   return long(sf->profile().size()) - long(sp->profile().size());
 }
 
+// The kernel chosen for each node, by node name.
+std::map<std::string, KernelChoice> choices_by_name(const PreparedModel& pm) {
+  std::map<std::string, KernelChoice> out;
+  for (const auto& c : pm.choices()) out[pm.model().graph().nodes[size_t(c.node)].name] = c;
+  return out;
+}
+
 }  // namespace
 
 TEST_SUITE("executor") {
@@ -525,8 +532,7 @@ TEST_SUITE("executor") {
     };
     auto fused = e->prepare(build(false)).value();
     auto plain = e->prepare(build(true)).value();
-    std::map<std::string, KernelChoice> choice_of;
-    for (const auto& c : fused->choices()) choice_of[fused->model().graph().nodes[size_t(c.node)].name] = c;
+    std::map<std::string, KernelChoice> choice_of = choices_by_name(*fused);
     for (const char* n : {"d1", "d2"}) CHECK_MESSAGE(choice_of[n].kernel == "f32_conv1x1_dwconv__fused", n);
     for (const char* n : {"e1", "clip1", "e2"}) {
       CHECK_MESSAGE(choice_of[n].kernel == "fused", n);
@@ -594,8 +600,7 @@ TEST_SUITE("executor") {
     };
     auto fused = e->prepare(build(false)).value();
     auto plain = e->prepare(build(true)).value();
-    std::map<std::string, KernelChoice> choice_of;
-    for (const auto& c : fused->choices()) choice_of[fused->model().graph().nodes[size_t(c.node)].name] = c;
+    std::map<std::string, KernelChoice> choice_of = choices_by_name(*fused);
     for (const char* n : {"p1", "p2", "p3"}) CHECK_MESSAGE(choice_of[n].kernel == "f32_conv_maxpool__fused", n);
     for (const char* n : {"c1", "relu1", "c2", "c3"}) {
       CHECK_MESSAGE(choice_of[n].kernel == "fused", n);
