@@ -121,21 +121,96 @@ HWY_INLINE void OutputTile(const T r[16], T y[2][2]) {
   }
 }
 
+// One group of tiles of one output channel: M's 16 lanes-wide rows from q on (xi apart by
+// mxi), Y = A^T M A + bias (+ addend), clamped, into `rows` (1-2) output rows of `cols`
+// columns from y (row stride ow_stride; r: the addend laid out as y, or null).
+template <class D>
+HWY_INLINE void OutputGroup(D d, const float* q, int64_t mxi, float b, float lo, float hi, float* y,
+                            const float* r, int64_t ow_stride, int rows, int64_t cols) {
+  using Vec = hn::Vec<D>;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t m3 = 3 * mxi;
+  // Four row pointers and the strides 1-3 x mxi: every load one base + index * scale
+  // address (16 offsets kept across the loop spilled to vector registers and cost a move
+  // and an add per load).
+  Vec m[16];
+  for (int e4 = 0; e4 < 16; e4 += 4, q += 4 * mxi) {
+    m[e4] = hn::LoadU(d, q);
+    m[e4 + 1] = hn::LoadU(d, q + mxi);
+    m[e4 + 2] = hn::LoadU(d, q + 2 * mxi);
+    m[e4 + 3] = hn::LoadU(d, q + m3);
+  }
+  Vec yy[2][2];
+  OutputTile(m, yy);
+  const Vec vb = hn::Set(d, b), vlo = hn::Set(d, lo), vhi = hn::Set(d, hi);
+  for (int i = 0; i < rows; ++i) {
+    Vec y0 = hn::Add(yy[i][0], vb), y1 = hn::Add(yy[i][1], vb);
+    float* yr = y + i * ow_stride;
+    const float* rr = r ? r + i * ow_stride : nullptr;
+    if (cols == 2 * L) {
+      if (rr) {  // a fused residual Add, laid out as y
+        Vec r0, r1;
+        hn::LoadInterleaved2(d, rr, r0, r1);
+        y0 = hn::Add(y0, r0);
+        y1 = hn::Add(y1, r1);
+      }
+      y0 = hn::Min(hn::Max(y0, vlo), vhi);
+      y1 = hn::Min(hn::Max(y1, vlo), vhi);
+      hn::StoreInterleaved2(y0, y1, d, yr);
+      continue;
+    }
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+    // The group's outputs interleaved (each tile's two columns side by side, as in the
+    // row; z0: elements 0 .. L-1, z1: the rest) and stored masked to `cols`, never
+    // touching memory past them. InterleaveLower / Upper work within 128-bit blocks: two
+    // blocks (8 lanes) are put in order by one concat, four (16) through the stack.
+    Vec z[2];
+    if (L == 8) {
+      const Vec lo4 = hn::InterleaveLower(d, y0, y1), hi4 = hn::InterleaveUpper(d, y0, y1);
+      z[0] = hn::ConcatLowerLower(d, hi4, lo4);
+      z[1] = hn::ConcatUpperUpper(d, hi4, lo4);
+    } else {
+      HWY_ALIGN float g[2 * kOutputGroupLanes];
+      hn::StoreInterleaved2(y0, y1, d, g);
+      z[0] = hn::Load(d, g);
+      z[1] = hn::Load(d, g + L);
+    }
+    for (int h = 0; h < 2 && h * L < cols; ++h) {
+      const auto mk = hn::FirstN(d, static_cast<size_t>(std::min(L, cols - h * L)));
+      if (rr) z[h] = hn::Add(z[h], hn::MaskedLoad(mk, d, rr + h * L));
+      hn::BlendedStore(hn::Min(hn::Max(z[h], vlo), vhi), mk, d, yr + h * L);
+    }
+#else
+    HWY_ALIGN float g[2][kOutputGroupLanes];
+    hn::Store(y0, d, g[0]);
+    hn::Store(y1, d, g[1]);
+    for (int64_t c = 0; c < cols; ++c) {
+      float v = g[c & 1][c >> 1];
+      if (rr) v += rr[c];  // (no + 0.0f without an addend: -0.0 stays -0.0)
+      yr[c] = std::min(std::max(v, lo), hi);
+    }
+#endif
+  }
+}
+
 void OutputImpl(const WinogradXform& x, const float* Mb, const float* bias, float lo, float hi,
                 float* y, const float* addend) {
-  const hn::CappedTag<float, 8> d;
-  using Vec = hn::Vec<decltype(d)>;
-  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  // Groups of up to 16 tiles (AVX-512; 8 on AVX2, 4 on SSE4 / NEON), and of 8 where at
+  // most 8 are left in the run (the 7-tile rows of 13x13 and 14x14 maps). Zen 5, against
+  // 8-lane groups throughout (bench/inproc_ab, 30 blocks of 10 runs): squeezenet1_1 0.986x
+  // the time at 1 thread, 0.991x at 2 (its 55x55 and 27x27 expands, where the transform
+  // was a quarter of a 16-channel layer's time); resnet50 unchanged (0.999x).
+  const hn::CappedTag<float, kOutputGroupLanes> d;
+  const hn::CappedTag<float, kOutputGroupLanes / 2> dh;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d)), LH = static_cast<int64_t>(hn::Lanes(dh));
   const int64_t TW = x.tiles_w, OH = x.out_h, OW = x.out_w, mxi = x.m_stride;
-  const Vec vlo = hn::Set(d, lo), vhi = hn::Set(d, hi);
   const int64_t t_end = x.t0 + x.count;
   for (int64_t m = x.m_begin; m < x.m_end; ++m) {
     const float b = bias ? bias[m] : 0.0f;
-    const Vec vb = hn::Set(d, b);
     float* ym = y + m * OH * OW;
     const float* rm = addend ? addend + m * OH * OW : nullptr;
     const float* mm = Mb + (m - x.m_row0) * x.nt;
-    // Groups of L tiles from the start of each tile row's run in the block (not at
+    // Groups of tiles from the start of each tile row's run in the block (not at
     // multiples of L along the block): every group lies in one tile row, and only a run's
     // last group, which meets the row's end (or the block's), has fewer than L tiles or
     // ends at the map's edge. Aligned to the block, the groups straddled tile rows on every
@@ -149,52 +224,19 @@ void OutputImpl(const WinogradXform& x, const float* Mb, const float* bias, floa
     for (int64_t t = x.t0; t < t_end;) {
       const int64_t th = t / TW, tw0 = t % TW, run = std::min(t_end - t, TW - tw0);
       const int64_t oh = 2 * th;
-      for (int64_t k = 0; k < run; k += L) {
+      const int rows = oh + 1 < OH ? 2 : 1;
+      for (int64_t k = 0; k < run;) {
         const int64_t l = t - x.t0 + k, ow = 2 * (tw0 + k);
-        const int64_t n = std::min(L, run - k);        // tiles in this group
-        const int64_t cols = std::min(2 * n, OW - ow);  // output columns they cover
-        Vec r[16];
-        for (int e = 0; e < 16; ++e) r[e] = hn::LoadU(d, mm + e * mxi + l);
-        Vec yy[2][2];
-        OutputTile(r, yy);
-        for (int i = 0; i < 2 && oh + i < OH; ++i) {
-          Vec y0 = hn::Add(yy[i][0], vb), y1 = hn::Add(yy[i][1], vb);
-          float* yr = ym + (oh + i) * OW + ow;
-          const float* rr = rm ? rm + (oh + i) * OW + ow : nullptr;
-          if (cols == 2 * L) {
-            if (rr) {  // a fused residual Add, laid out as y
-              Vec r0, r1;
-              hn::LoadInterleaved2(d, rr, r0, r1);
-              y0 = hn::Add(y0, r0);
-              y1 = hn::Add(y1, r1);
-            }
-            y0 = hn::Min(hn::Max(y0, vlo), vhi);
-            y1 = hn::Min(hn::Max(y1, vlo), vhi);
-            hn::StoreInterleaved2(y0, y1, d, yr);
-            continue;
-          }
-#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-          // The group's outputs interleaved (each tile's two columns side by side, as in
-          // the row; z0: elements 0 .. L-1, z1: the rest) and stored masked to `cols`,
-          // never touching memory past them.
-          const Vec lo4 = hn::InterleaveLower(d, y0, y1), hi4 = hn::InterleaveUpper(d, y0, y1);
-          Vec z[2] = {hn::ConcatLowerLower(d, hi4, lo4), hn::ConcatUpperUpper(d, hi4, lo4)};
-          for (int h = 0; h < 2 && h * L < cols; ++h) {
-            const auto mk = hn::FirstN(d, static_cast<size_t>(std::min(L, cols - h * L)));
-            if (rr) z[h] = hn::Add(z[h], hn::MaskedLoad(mk, d, rr + h * L));
-            hn::BlendedStore(hn::Min(hn::Max(z[h], vlo), vhi), mk, d, yr + h * L);
-          }
-#else
-          HWY_ALIGN float g[2][8];
-          hn::Store(y0, d, g[0]);
-          hn::Store(y1, d, g[1]);
-          for (int64_t c = 0; c < cols; ++c) {
-            float v = g[c & 1][c >> 1];
-            if (rr) v += rr[c];  // (no + 0.0f without an addend: -0.0 stays -0.0)
-            yr[c] = std::min(std::max(v, lo), hi);
-          }
-#endif
-        }
+        const bool half = L > LH && run - k <= LH;
+        const int64_t n = std::min(half ? LH : L, run - k);  // tiles in this group
+        const int64_t cols = std::min(2 * n, OW - ow);       // output columns they cover
+        float* yg = ym + oh * OW + ow;
+        const float* rg = rm ? rm + oh * OW + ow : nullptr;
+        if (half)
+          OutputGroup(dh, mm + l, mxi, b, lo, hi, yg, rg, OW, rows, cols);
+        else
+          OutputGroup(d, mm + l, mxi, b, lo, hi, yg, rg, OW, rows, cols);
+        k += n;
       }
       t += run;
     }

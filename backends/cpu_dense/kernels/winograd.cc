@@ -82,7 +82,6 @@ constexpr int64_t kMaxKC = 256;  // as the im2col GEMM: a 6 x KC panel of U stay
 constexpr int64_t kBlockBytes = 256 * 1024;
 constexpr int64_t kMaxBlockPanels = 16;
 constexpr int64_t kInputSlackFloats = 16;  // >= the input transform's vector width (8) - 2
-constexpr int64_t kOutputGroupLanes = 8;   // the output transform's widest load (OutputImpl)
 // Tiles in the last panel (1..NR) of a block of `count` tiles.
 int64_t last_panel_tiles(int64_t count, int64_t nr) { return count - (count - 1) / nr * nr; }
 }  // namespace

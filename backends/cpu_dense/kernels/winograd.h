@@ -66,6 +66,10 @@ inline int64_t winograd_block_pad_row(const WinogradPlan& p, int64_t b) {
   return b >= p.blocks ? p.hp : 2 * (b * p.nt / p.tiles_w);
 }
 
+// The most tiles the output transform takes at once (one vector of them: AVX-512's 16
+// floats): it reads M's lanes from a group's first tile on, up to this many minus one past
+// the block's last tile (plan_winograd and winograd_stride leave room for them).
+constexpr int kOutputGroupLanes = 16;
 // The transforms' view of one block (winograd_block fills it).
 struct WinogradXform {
   int64_t C = 0, M = 0, hp = 0, tiles_w = 0, out_h = 0, out_w = 0;
