@@ -153,8 +153,12 @@ bool ConvPacked::use_dw_block(const kernels::ConvShape& s) const {
 // the GEMM conv + dwconv_block): 24 -> 144 at 56x56 0.75-0.87x the time, 16 -> 96 at
 // 112x112 then stride 2 0.56-0.78x, 32 -> 192 at 28x28 0.80-0.90x, 64 -> 384 at 14x14
 // 0.84-0.95x, 96 -> 576 at 14x14 stride 2 0.89-1.00x; 160 -> 960 at 7x7 1.00-1.04x
-// (the GEMM keeps W1 in registers longer there), so maps under kExpandMinPixels stay apart.
-constexpr int64_t kExpandMinPixels = 100;
+// (the GEMM keeps W1 in registers longer there). In the model the 14x14 pairs lost on
+// Zen 5 (mobilenet_v2 in one process, bench/inproc_ab, 30-40 blocks of 10 runs): with them
+// apart (its 64 -> 384 and 96 -> 576 ones) 0.983-0.987x the time at 1 thread, 0.993-1.009x
+// at 2 (five runs); the 28x28 ones apart too 0.986x, all but the 112x112 pair 0.994x. So
+// maps under 28x28 stay apart.
+constexpr int64_t kExpandMinPixels = 28 * 28;
 
 bool ConvPacked::fuse_expand(const ConvPacked& e, const float* w1, int64_t K, const kernels::ConvShape& s) {
   if (!depthwise_ || expand_.K > 0 || e.depthwise_ || e.winograd_.u || e.direct_name_ || !w1 || K <= 0 ||

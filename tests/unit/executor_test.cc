@@ -484,12 +484,13 @@ TEST_SUITE("executor") {
     auto e = test::make_engine();
     // mobilenet_v2's inverted residual: 1x1 expand -> Clip -> depthwise 3x3 (ABI 1.6,
     // mn_kernel.fuse_producer). Fused: e1 + clip1 into d1 (stride 1), e2 (no bias, no
-    // activation) into d2. Not fused: k3 read by two nodes, a 3x3 producer (e4), a map
-    // under 100 pixels (e5 -> d5 after the stride 2), 18 channels (not whole vectors).
+    // activation) into d2 (maps of 28x29). Not fused: k3 read by two nodes, a 3x3 producer
+    // (e4), a map under 28x28 (e5 -> d5 after the stride 2: 14x15), 18 channels (not whole
+    // vectors).
     // With `expose`, e1, e2 are graph outputs too: nothing is fused.
     auto build = [](bool expose) {
       ModelBuilder b("expand_dw");
-      b.add_input("x", DataType::kFloat32, Shape{2, 8, 12, 13});
+      b.add_input("x", DataType::kFloat32, Shape{2, 8, 28, 29});
       b.add_constant("we1", test::random_tensor({32, 8, 1, 1}, 1));
       b.add_constant("be1", test::random_tensor({32}, 2));
       b.add_constant("wd1", test::random_tensor({32, 1, 3, 3}, 3));
@@ -550,7 +551,7 @@ TEST_SUITE("executor") {
     }
     for (int threads : {1, 2})
       for (int k = 0; k < 2; ++k)  // e1, clip1, e2 do not run
-        CHECK(compare_fused(fused, plain, {test::random_tensor({2, 8, 12, 13}, 80 + k)}, 4, threads) == -3);
+        CHECK(compare_fused(fused, plain, {test::random_tensor({2, 8, 28, 29}, 80 + k)}, 4, threads) == -3);
   }
 
   TEST_CASE("Conv (and its Relu) computed by the MaxPool that alone reads it, a band of rows at a time") {
