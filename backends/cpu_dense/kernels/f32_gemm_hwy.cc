@@ -55,8 +55,9 @@ HWY_INLINE void FinishRow(D d, V v0, V v1, int64_t i, const Tile& t, const Epilo
 }
 
 // Partial tile row: masked vectors on x86, else the accumulators to the stack and the
-// epilogue per element. Not inlined: only tiles at a matrix's edge take it, and inlined into every row of every
-// tile variant on every target it was ~40 % of the micro-kernels' code.
+// epilogue per element. Not inlined: only tiles at a matrix's edge take it, and inlined
+// into every row of every tile variant on every target it was ~40 % of the micro-kernels'
+// code.
 template <class D, class V>
 HWY_NOINLINE void FinishRowPartial(D d, V v0, V v1, int64_t i, const Tile& t,
                                  const Epilogue& e) {
@@ -76,8 +77,7 @@ HWY_NOINLINE void FinishRowPartial(D d, V v0, V v1, int64_t i, const Tile& t,
     if (e.addend) v = hn::Add(v, hn::MaskedLoad(mk, d, e.addend + i * t.ldc + h * L));
     hn::BlendedStore(hn::Min(hn::Max(v, hn::Set(d, e.lo)), hn::Set(d, e.hi)), mk, d, ch);
   }
-  return;
-#endif
+#else
   HWY_ALIGN float tmp[2 * (HWY_MAX_BYTES / sizeof(float))] = {};
   hn::Store(v0, d, tmp);
   hn::Store(v1, d, tmp + L);
@@ -88,6 +88,7 @@ HWY_NOINLINE void FinishRowPartial(D d, V v0, V v1, int64_t i, const Tile& t,
     if (e.addend) v += e.addend[i * t.ldc + j];
     c[j] = std::min(std::max(v, e.lo), e.hi);
   }
+#endif
 }
 
 // Row i of a tile of NV vectors: whole (`full`: nr == NV lanes) or partial.
