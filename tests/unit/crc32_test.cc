@@ -1,7 +1,8 @@
 // The data section's CRC-32 (core/src/crc32.h: slicing-by-16, and the carry-less multiply
 // folds on x86 with PCLMULQDQ) against boost::crc_32_type, the bytewise implementation
 // files were written with: same value for every length (the 64- and 16-byte loops and the
-// byte tail), every start alignment, and chained calls cut anywhere.
+// byte tail), every start alignment, and chained calls cut anywhere; the 128-bit and the
+// 512-bit folds each on their own.
 #include <doctest/doctest.h>
 
 #include "crc32.h"
@@ -43,6 +44,26 @@ TEST_SUITE("crc32") {
         REQUIRE(minnow::crc32(buf.data() + off, n) == want);
         REQUIRE(minnow::crc32_tables(buf.data() + off, n) == want);
       }
+#ifdef MINNOW_CRC32_CLMUL
+    // crc32() takes the 512-bit folds where the CPU has them: the 128-bit ones are checked
+    // here on their own, the 512-bit ones against them (register values, any start value).
+    if (minnow::detail::crc32_clmul_available()) {
+      const bool wide = minnow::detail::crc32_clmul512_available();
+      MESSAGE("512-bit carry-less multiply path: " << std::string(wide ? "used" : "not available"));
+      for (size_t off = 0; off < 5; ++off)
+        for (size_t n = 64; n <= 4096; n += 16) {
+          CAPTURE(off);
+          CAPTURE(n);
+          const uint32_t reg = minnow::detail::crc32_clmul_blocks(buf.data() + off, n, 0xFFFFFFFFu);
+          REQUIRE(~reg == reference(buf.data() + off, n));
+          if (wide) {
+            REQUIRE(minnow::detail::crc32_clmul512_blocks(buf.data() + off, n, 0xFFFFFFFFu) == reg);
+            REQUIRE(minnow::detail::crc32_clmul512_blocks(buf.data() + off, n, 0x12345678u) ==
+                    minnow::detail::crc32_clmul_blocks(buf.data() + off, n, 0x12345678u));
+          }
+        }
+    }
+#endif
     for (size_t n : {size_t(1000), size_t(4096), size_t(4096 + 63)})
       for (size_t cut : {size_t(0), size_t(1), size_t(63), size_t(64), size_t(65), n / 3, n - 1, n}) {
         CAPTURE(n);
