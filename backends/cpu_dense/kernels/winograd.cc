@@ -80,6 +80,12 @@ constexpr int64_t kMaxKC = 256;  // as the im2col GEMM: a 6 x KC panel of U stay
 // 1.29-1.38x. (56x56 / 28x28 layers with twice the panels: 1.06-1.16x on Zen 4.) Small
 // maps: one block, plan_winograd.
 constexpr int64_t kBlockBytes = 256 * 1024;
+// Input channels (tile K) from which a one-block plan's tiles prefetch U's next row panel
+// (winograd_block_rows). In-process A/B (bench/inproc_ab.sh, 20-40 blocks of 10 runs, per-
+// node medians): squeezenet1_1's 64 -> 256 13x13 layers 0.89-0.90x the time, the model
+// 0.987x at 1 thread and 2; resnet50's 256-channel 14x14 layers 0.96-0.98x at 1 and 2
+// threads. Its 48 -> 192 13x13 layers with prefetches from K = 32: unchanged.
+constexpr int64_t kPrefetchUMinK = 64;
 constexpr int64_t kMaxBlockPanels = 16;
 constexpr int64_t kInputSlackFloats = 16;  // >= the input transform's vector width (8) - 2
 // Tiles in the last panel (1..NR) of a block of `count` tiles.
@@ -197,6 +203,12 @@ void winograd_block_rows(const ConvShape& s, const WinogradWeights& w, const Win
   const int64_t vxi = v.xf.v_stride, mxi = v.xf.m_stride, row0 = v.xf.m_row0;
   // 16 GEMMs: M_xi [M x nt] = U_xi [M x C] * V_xi [C x nt], k-blocks of kc channels.
   const TileFn tile_fn = gemm_tile_fn();
+  // One block (a small map): each row panel of U is read once, from memory (4 MB at 256
+  // channels; a model streams all of U per run), so the first column panel's tiles
+  // prefetch the next row panel's rows through their K loop, as the GEMM conv does for W
+  // (conv_gemm.cc). With several blocks U stays in L2 from the first block on, and there
+  // the prefetches cost: resnet50's 28x28 and 56x56 layers 1.06-1.07x the time.
+  const bool prefetch_u = p.blocks == 1;
   for (int xi = 0; xi < 16; ++xi) {
     const float* u = w.u.get() + int64_t(xi) * M * C;
     const float* bx = v.bt + xi * v.dots * C;
@@ -223,6 +235,15 @@ void winograd_block_rows(const ConvShape& s, const WinogradWeights& w, const Win
             tile.a = u + r0 * C + k0;
             tile.mr = gemm_tile_rows(tile.nr, nr, i0 + rows - r0);
             tile.c = v.Mb + xi * mxi + (r0 - row0) * nt + q * nr;
+            tile.pf = nullptr;
+            tile.pf_rows = 0;
+            if (prefetch_u && q == 0 && tile.mr == kGemmMR && tile.nr == nr && tile.K >= kPrefetchUMinK) {
+              const int64_t nx = r0 + 2 * kGemmMR;
+              if (nx < m1) {
+                tile.pf = u + nx * C + k0;
+                tile.pf_rows = static_cast<int>(std::min<int64_t>(kGemmMR, m1 - nx));
+              }
+            }
             tile_fn(tile, e);
           }
         }
