@@ -21,6 +21,23 @@ bool winograd_applies(const ConvShape& s) {
          s.k[2] == 3 && s.s[1] == 1 && s.s[2] == 1 && s.d[1] == 1 && s.d[2] == 1;
 }
 
+namespace {
+// One row i of G g (t0..t2: its three columns, C floats each) times G^T into the four
+// matrices 4 i .. 4 i + 3. A function of its own with __restrict parameters so that the
+// compiler vectorises it: inline, with the rows from one buffer, it could not rule out
+// aliasing and stored a float at a time.
+void winograd_u_rows(const float* __restrict t0, const float* __restrict t1, const float* __restrict t2,
+                     float* __restrict o0, float* __restrict o1, float* __restrict o2, float* __restrict o3,
+                     int64_t C) {
+  for (int64_t c = 0; c < C; ++c) {
+    o0[c] = t0[c];
+    o1[c] = 0.5f * (t0[c] + t1[c] + t2[c]);
+    o2[c] = 0.5f * (t0[c] - t1[c] + t2[c]);
+    o3[c] = t2[c];
+  }
+}
+}  // namespace
+
 WinogradWeights pack_winograd(const float* w, int64_t M, int64_t C, const float* bias) {
   WinogradWeights ww;
   ww.M = M;
@@ -48,19 +65,9 @@ WinogradWeights pack_winograd(const float* w, int64_t M, int64_t C, const float*
       }
     }
     float* o = u + m * C;
-    for (int i = 0; i < 4; ++i) {
-      const float *t0 = row(i, 0), *t1 = row(i, 1), *t2 = row(i, 2);
-      float* o0 = o + (4 * i + 0) * plane;
-      float* o1 = o + (4 * i + 1) * plane;
-      float* o2 = o + (4 * i + 2) * plane;
-      float* o3 = o + (4 * i + 3) * plane;
-      for (int64_t c = 0; c < C; ++c) {
-        o0[c] = t0[c];
-        o1[c] = 0.5f * (t0[c] + t1[c] + t2[c]);
-        o2[c] = 0.5f * (t0[c] - t1[c] + t2[c]);
-        o3[c] = t2[c];
-      }
-    }
+    for (int i = 0; i < 4; ++i)
+      winograd_u_rows(row(i, 0), row(i, 1), row(i, 2), o + (4 * i + 0) * plane, o + (4 * i + 1) * plane,
+                      o + (4 * i + 2) * plane, o + (4 * i + 3) * plane, C);
   }
   if (bias) {
     ww.bias = alloc_floats(size_t(M), false);
