@@ -8,13 +8,18 @@
 // engines' outputs on that input, and Minnow's load + prepare time.
 //   node bench/compare.js --minnow BIN --ort DIR --models DIR [--threads 1,2]
 //        [--rounds R] [--seconds S] [--warmup W] [--only name,name] [--markdown FILE]
-//        [--pin on|off]
+//        [--pin on|off] [--probe CPU_PROBE]
 // --pin on (the default where `taskset` exists): every process of a run with T threads is
 // bound to the same T CPUs (the first T this process may use), so both engines run on
 // the same cores. On a VM whose virtual CPUs are not alike (a busy neighbour on one host
 // core) a 1-thread process otherwise lands on either and its median moves with it: on
 // the Zen 4 guest of BENCHMARKS.md squeezenet1_1 took 6.5-6.9 ms on one vCPU and 8.3 ms
 // on the other, whichever engine it was.
+// --probe (bench/cpu_probe.c, built by compare.sh): before and after each row, each CPU
+// the row runs on is timed on a fixed loop; the row's line says so where one ran at less
+// than kSlowProbe of the fastest probe seen on this machine (models/cpu_probe_best.json):
+// the host slowed it, and the row's ratios then say more about the host than about the
+// engines (Minnow's kernels lose more there than ONNX Runtime's: BENCHMARKS.md).
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -36,6 +41,7 @@ function parseArgs(argv) {
       case '--warmup': o.warmup = Number(v); break;
       case '--only': o.only = v.split(','); break;
       case '--markdown': o.markdown = v; break;
+      case '--probe': o.probe = v; break;
       case '--pin':
         if (v !== 'on' && v !== 'off') throw new Error(`--pin: 'on' or 'off', not '${v}'`);
         o.pin = v;
@@ -102,6 +108,19 @@ function runJson(cmd, args, what, pin = null) {
   try { return JSON.parse(line); } catch (e) { throw new Error(`${what}: no JSON from ${cmd}: ${line}`); }
 }
 
+// Each CPU of `cpus` (or the first one this process may use) on the probe's loop: million
+// multiply-adds a second, null for a CPU the probe could not run on.
+function probeCpus(o, cpus) {
+  if (!o.probe) return null;
+  const list = cpus || [(allowedCpus() || [0])[0]];
+  return list.map((c) => {
+    const r = spawnSync('taskset', ['-c', String(c), o.probe], { encoding: 'utf8' });
+    if (r.error || r.status !== 0) return { cpu: c, mops: null };
+    try { return { cpu: c, mops: JSON.parse(r.stdout.trim()).mops }; } catch (e) { return { cpu: c, mops: null }; }
+  });
+}
+const kSlowProbe = 0.85;
+
 function maxAbsDiff(a, b, what) {
   if (a.data.length !== b.data.length) throw new Error(`${what}: output sizes differ (${a.dims} vs ${b.dims})`);
   let m = 0;
@@ -121,6 +140,8 @@ function benchOne(o, model, threads, tmp) {
   const ort = [], mn = [], load = [], prep = [], create = [];
   let mnLast = null;
   const pin = o.pins.get(threads);
+  const pinCpus = pin ? pin[2].split(',').map(Number) : null;
+  const probeBefore = probeCpus(o, pinCpus);
   for (let r = 0; r < o.rounds; ++r) {
     const last = r === o.rounds - 1;
     const runOrt = () => {
@@ -140,6 +161,7 @@ function benchOne(o, model, threads, tmp) {
     };
     if (r % 2 === 0) { runOrt(); runMinnow(); } else { runMinnow(); runOrt(); }
   }
+  const probeAfter = probeCpus(o, pinCpus);
   const outs = fs.readdirSync(mnwDir).filter((f) => f.endsWith('.npy'));
   if (outs.length !== 1) throw new Error(`${model.name}: Minnow wrote ${outs.length} outputs, expected 1`);
   const ortY = readNpy(ortOut);
@@ -150,7 +172,7 @@ function benchOne(o, model, threads, tmp) {
     model: model.name, threads, ort_ms: median(ort), minnow_ms: median(mn), diff, max_abs_output: maxAbs,
     load_ms: median(load), prepare_ms: median(prep), ort_create_ms: median(create),
     ort_rounds: ort, minnow_rounds: mn, peak_bytes: mnLast.peak_bytes, weight_bytes: mnLast.weight_bytes,
-    cpus: pin ? pin[2] : 'any',
+    cpus: pin ? pin[2] : 'any', probe_before: probeBefore, probe_after: probeAfter,
   };
 }
 
@@ -169,6 +191,11 @@ function main() {
   const head = '| model | threads | ORT median ms | Minnow median ms | ratio Minnow/ORT | max abs diff | Minnow load + prepare ms |\n' +
     '|---|---:|---:|---:|---:|---:|---:|';
   console.log(head);
+  // The fastest CPU probe seen (--probe), in this run or an earlier one on this machine
+  // (kept beside the models): a run that the host slows from start to end is still seen.
+  const bestFile = path.join(o.models, 'cpu_probe_best.json');
+  let fastest = 0;
+  try { fastest = JSON.parse(fs.readFileSync(bestFile, 'utf8')).mops || 0; } catch (e) { fastest = 0; }
   for (const m of models) {
     const dims = m.shape;
     writeNpy(path.join(tmp, `${m.name}.input.npy`), dims, randomInput(dims, 12345));
@@ -180,6 +207,17 @@ function main() {
       // round pair ran seconds apart, so their ratios, and the ratio of the best rounds,
       // say more than medians taken minutes apart.
       const paired = r.minnow_rounds.map((x, i) => x / r.ort_rounds[i]);
+      if (r.probe_before) {
+        const all = [...r.probe_before, ...r.probe_after].map((p) => p.mops).filter((x) => x);
+        const top = Math.max(fastest, ...all);
+        fastest = top;
+        const fmt1 = (p) => (p.mops ? (p.mops / 1000).toFixed(1) : 'n/a');
+        const slow = all.some((x) => x < kSlowProbe * top);
+        console.error(`  ${m.name} t${t}: CPU probe (G multiply-adds/s) before ` +
+          r.probe_before.map((p) => `cpu${p.cpu} ${fmt1(p)}`).join(', ') + '; after ' +
+          r.probe_after.map((p) => `cpu${p.cpu} ${fmt1(p)}`).join(', ') +
+          (slow ? `; below ${kSlowProbe}x the fastest seen here (${(top / 1000).toFixed(1)}): the host slowed this row` : ''));
+      }
       console.error(`  ${m.name} t${t}: ORT rounds ${r.ort_rounds.map((x) => x.toFixed(2)).join(' ')}; ` +
         `Minnow rounds ${r.minnow_rounds.map((x) => x.toFixed(2)).join(' ')}; ` +
         `paired ratios ${paired.map((x) => x.toFixed(2)).join(' ')} (median ${median(paired).toFixed(2)}, ` +
@@ -190,6 +228,7 @@ function main() {
   }
   if (o.markdown) fs.writeFileSync(o.markdown, head + '\n' + rows.map(line).join('\n') + '\n');
   fs.writeFileSync(path.join(o.models, 'last_compare.json'), JSON.stringify(rows, null, 1));
+  if (o.probe && fastest > 0) fs.writeFileSync(bestFile, JSON.stringify({ mops: fastest }) + '\n');
   fs.rmSync(tmp, { recursive: true, force: true });
 }
 

@@ -9,6 +9,8 @@
 #   MARKDOWN (write the table there too), SKIP_DEPS=1 (do not run bench/install-deps.sh),
 #   SKIP_BUILD=1 (use the minnow already built in BUILD), PIN (on: both engines' processes
 #   bound to the same CPUs with taskset, the default; off: wherever the OS puts them).
+# Each row's line on stderr also gives a CPU probe (bench/cpu_probe.c, built here with cc)
+# of its CPUs before and after the row, marked where the host slowed one.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="$(cd "${1:-$ROOT/build}" 2>/dev/null && pwd || echo "${1:-$ROOT/build}")"
@@ -60,11 +62,25 @@ for onnx in "$MODELS"/*.onnx; do
   fi
 done
 
-# 4. The table.
+# 4. The CPU probe (bench/cpu_probe.c): each row's CPUs timed on a fixed loop before and
+#    after the row, so a row the host slowed is seen as such. Optional: without a C
+#    compiler the table comes without it.
+PROBE="$CACHE/cpu_probe"
+if [ ! -x "$PROBE" ] || [ "$ROOT/bench/cpu_probe.c" -nt "$PROBE" ]; then
+  if command -v cc >/dev/null && cc -O2 -o "$PROBE.tmp" "$ROOT/bench/cpu_probe.c" 2>/dev/null; then
+    mv "$PROBE.tmp" "$PROBE"
+  else
+    rm -f "$PROBE.tmp" "$PROBE"
+    echo "compare: no C compiler to build bench/cpu_probe.c: rows without the CPU probe" >&2
+  fi
+fi
+
+# 5. The table.
 echo "compare: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 args=(--minnow "$MINNOW" --ort "$ORT_DIR" --models "$MODELS" --threads "${THREADS:-1,2}"
       --rounds "${ROUNDS:-5}" --seconds "${SECONDS_PER_ROUND:-1}" --warmup "${WARMUP:-3}")
 [ -n "${ONLY:-}" ] && args+=(--only "$ONLY")
 [ -n "${MARKDOWN:-}" ] && args+=(--markdown "$MARKDOWN")
 args+=(--pin "${PIN:-on}")
+[ -x "$PROBE" ] && args+=(--probe "$PROBE")
 exec node "$ROOT/bench/compare.js" "${args[@]}"
