@@ -43,12 +43,12 @@ WinogradWeights pack_winograd(const float* w, int64_t M, int64_t C, const float*
   ww.M = M;
   ww.C = C;
   ww.u = alloc_floats(size_t(16 * M * C), false);
-  // Per output channel m, two passes along the input channels c, each with unit-stride
-  // loads and stores the compiler vectorises: G g for every c into gg[i][j][c] (4 x 3 rows
-  // of C floats), then (G g) G^T into the 16 matrices, one contiguous row of C floats each.
-  // (One (m, c) at a time, 16 scattered stores each, took 3.6 ms for 256 x 256 channels;
-  // resnet50's prepare has six such layers.) Float arithmetic: the halvings are exact, the
-  // sums round once.
+  // Per output channel m, two passes along the input channels c: G g for every c into
+  // gg[i][j][c] (4 x 3 rows of C floats; each c's 9 weights read together, so this pass
+  // stays scalar), then (G g) G^T into the 16 matrices, one contiguous row of C floats each,
+  // unit-stride loads and stores that winograd_u_rows vectorises. (One (m, c) at a time,
+  // 16 scattered stores each, took 3.6 ms for 256 x 256 channels; resnet50's prepare has
+  // six such layers.) Float arithmetic: the halvings are exact, the sums round once.
   float* u = ww.u.get();
   const int64_t plane = M * C;
   std::vector<float> gg(size_t(12 * C));
