@@ -145,30 +145,26 @@ MINNOW_CRC32_TARGET512 inline uint32_t crc32_clmul512_blocks(const uint8_t* p, s
 
 #undef MINNOW_CRC32_TARGET
 
-// CPUID leaf 1, ECX: PCLMULQDQ (bit 1) and SSE4.1 (bit 19). (Not __builtin_cpu_supports:
+// The carry-less multiply path this CPU takes, read once: 0 none, 1 the 128-bit folds
+// (CPUID leaf 1, ECX: PCLMULQDQ bit 1, SSE4.1 bit 19), 2 the 512-bit ones too (also leaf 7:
+// AVX-512F EBX bit 16, VPCLMULQDQ ECX bit 10; and the OS saving the 512-bit state: OSXSAVE,
+// leaf 1 ECX bit 27, then XCR0's SSE, AVX, opmask and ZMM bits). (Not __builtin_cpu_supports:
 // it links libgcc's CPU model tables, 6 KB of the core library.)
-inline bool crc32_clmul_available() {
-  static const bool ok = [] {
+inline int crc32_clmul_level() {
+  static const int level = [] {
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
-    return (ecx & (1u << 1)) != 0 && (ecx & (1u << 19)) != 0;
-  }();
-  return ok;
-}
-// And AVX-512F with VPCLMULQDQ (CPUID leaf 7: EBX bit 16, ECX bit 10), with the OS saving
-// the 512-bit state (OSXSAVE, then XCR0's SSE, AVX, opmask and ZMM bits).
-inline bool crc32_clmul512_available() {
-  static const bool ok = [] {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (!crc32_clmul_available() || !__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !(ecx & (1u << 27))) return false;
-    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
-    if (!(ebx & (1u << 16)) || !(ecx & (1u << 10))) return false;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !(ecx & (1u << 1)) || !(ecx & (1u << 19))) return 0;
+    const bool osxsave = (ecx & (1u << 27)) != 0;
+    if (!osxsave || !__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || !(ebx & (1u << 16)) || !(ecx & (1u << 10)))
+      return 1;
     unsigned lo = 0, hi = 0;
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    return (lo & 0xE6u) == 0xE6u;
+    return (lo & 0xE6u) == 0xE6u ? 2 : 1;
   }();
-  return ok;
+  return level;
 }
+inline bool crc32_clmul_available() { return crc32_clmul_level() >= 1; }
+inline bool crc32_clmul512_available() { return crc32_clmul_level() >= 2; }
 }  // namespace detail
 #endif
 
@@ -176,10 +172,11 @@ inline bool crc32_clmul512_available() {
 // CPU has it (x86) and there are 64 bytes or more; the tables for the tail and elsewhere.
 inline uint32_t crc32(const uint8_t* data, size_t size, uint32_t crc = 0) {
 #ifdef MINNOW_CRC32_CLMUL
-  if (size >= 64 && detail::crc32_clmul_available()) {
+  const int level = size >= 64 ? detail::crc32_clmul_level() : 0;
+  if (level > 0) {
     const size_t blocks = size & ~size_t(15);
-    const uint32_t reg = detail::crc32_clmul512_available() ? detail::crc32_clmul512_blocks(data, blocks, ~crc)
-                                                             : detail::crc32_clmul_blocks(data, blocks, ~crc);
+    const uint32_t reg = level == 2 ? detail::crc32_clmul512_blocks(data, blocks, ~crc)
+                                    : detail::crc32_clmul_blocks(data, blocks, ~crc);
     return crc32_tables(data + blocks, size - blocks, ~reg);
   }
 #endif
