@@ -38,10 +38,9 @@ int main(int argc, char** argv) {
     passes += 100;
     t = now_s();
   } while (t - t0 < budget);
-  float sum = 0.0f;
-  for (int i = 0; i < N; ++i) sum += a[i];
-  /* The sum keeps the loop from being optimised away; it is never near this value. */
-  if (sum == 12345.0f) fputs("", stderr);
+  /* A volatile sink keeps the loop from being optimised away. */
+  volatile float sink = 0.0f;
+  for (int i = 0; i < N; ++i) sink += a[i];
   printf("{\"mops\": %.1f}\n", (double)passes * N / (t - t0) / 1e6);
   return 0;
 }
