@@ -4,7 +4,9 @@
 #include <doctest/doctest.h>
 
 #include "prune.h"
+#include "sparse_matrix.h"
 #include "test_util.h"
+#include "thresholds.h"
 
 #include <minnow/services.h>
 
@@ -12,6 +14,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 using namespace minnow;
 using minnow::cpu_sparse::BlockShape;
@@ -106,6 +109,35 @@ TEST_CASE("a 90 % pruned MLP runs on cpu_sparse and matches cpu_dense") {
     sparse += c.backend == "cpu_sparse";
   }
   CHECK(sparse == 2);
+}
+
+// choose_layout's zero count stops once the weights cannot reach any shape's break-even;
+// its decision must be the exact one wherever the zeros lie: first (the count sees them
+// before stopping), last (it must not stop before them), or spread evenly.
+TEST_CASE("choose_layout decides as an exact count of zero blocks would, wherever the zeros are") {
+  using namespace minnow::cpu_sparse;
+  struct Dims { int64_t rows, cols; };
+  for (Kind kind : {Kind::kFc, Kind::kConv1x1})
+    for (Dims d : {Dims{37, 48}, Dims{64, 256}, Dims{255, 1025}})
+      for (double frac : {0.0, 0.1, 0.28, 0.3, 0.32, 0.5, 0.56, 0.7, 0.74, 1.0})
+        for (int where = 0; where < 3; ++where) {
+          const int64_t n = d.rows * d.cols, nz = static_cast<int64_t>(frac * static_cast<double>(n));
+          std::vector<float> w(static_cast<size_t>(n), 1.0f);
+          for (int64_t z = 0; z < nz; ++z) {
+            const int64_t i = where == 0 ? z : where == 1 ? n - 1 - z : z * n / std::max<int64_t>(nz, 1);
+            w[static_cast<size_t>(i)] = 0.0f;
+          }
+          bool expect = false;
+          for (BlockShape b : kBlockShapes)
+            if (shape_fits(b, d.rows, d.cols) &&
+                block_sparsity(w.data(), d.rows, d.cols, b, false) >= break_even_sparsity(kind, b))
+              expect = true;
+          const LayoutChoice lc = choose_layout(kind, w.data(), d.rows, d.cols, false);
+          INFO(kind_name(kind) << " " << d.rows << "x" << d.cols << ", " << frac << " zero, placed "
+                               << (where == 0 ? "first" : where == 1 ? "last" : "evenly") << ": " << lc.reason);
+          CHECK(lc.ok == expect);
+          if (lc.ok) CHECK(lc.sparsity >= break_even_sparsity(kind, lc.shape));
+        }
 }
 
 TEST_CASE("MatMul with a constant [K,N] B, and Gemm with alpha, beta and a full C") {
