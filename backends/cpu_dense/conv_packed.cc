@@ -34,6 +34,23 @@ static int64_t winograd_part_floats(const kernels::ConvShape& s, const kernels::
   return p.pad_floats + p.in_floats + kernels::winograd_rows_m_floats(p, rows);
 }
 
+// Several blocks on several threads (ConvPacked::run_winograd): each slot pads the rows
+// its own blocks read into memory of its own after its blocks' part (the slot's floats
+// here: the part, then the most rows any slot pads, then the input transform's slack).
+static int64_t winograd_own_rows_slot_floats(const kernels::ConvShape& s, const kernels::WinogradPlan& p,
+                                             int64_t slots) {
+  int64_t rows = 0;
+  for (int64_t sl = 0; sl < slots; ++sl) {
+    const int64_t b0 = p.blocks * sl / slots, b1 = p.blocks * (sl + 1) / slots;
+    if (b1 <= b0) continue;
+    int64_t r0 = 0, r1 = 0;
+    kernels::winograd_blocks_rows(p, b0, b1, &r0, &r1);
+    rows = std::max(rows, r1 - r0);
+  }
+  const int64_t pad = (s.C * rows * p.wp + kernels::kWinogradInputSlackFloats + 15) / 16 * 16;
+  return (p.slot_floats + 15) / 16 * 16 + pad;
+}
+
 int64_t max_scratch_slots(int64_t tasks, int64_t slot_floats) {
   const int64_t by_bytes = kMaxSlotsBytes / std::max<int64_t>(1, slot_floats * int64_t(sizeof(float)));
   return std::max<int64_t>(1, std::min<int64_t>({tasks, kernels::kConvMaxSlots, by_bytes}));
@@ -240,8 +257,15 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s, int threads) const
       }
       return bytes(floats);
     }
-    if (threads > 0) return bytes(p.pad_floats + SlotLayout::floats_for(threads, scratch_slots(p.blocks, threads), p.slot_floats));
-    return bytes(p.pad_floats + std::min<int64_t>(p.blocks, kernels::kConvMaxSlots) * p.slot_floats);
+    // One padded input the slots share (one thread), or on several a padded part per slot
+    // (run_winograd), for that count or for any.
+    if (threads == 1) return bytes(p.pad_floats + p.slot_floats);
+    int64_t floats = 0;
+    for (int t = threads > 0 ? threads : 2; t <= (threads > 0 ? threads : kernels::kConvMaxSlots); ++t) {
+      const int64_t slots = scratch_slots(p.blocks, t);
+      floats = std::max(floats, SlotLayout::floats_for(t, slots, winograd_own_rows_slot_floats(s, p, slots)));
+    }
+    return bytes(std::max(floats, p.pad_floats + p.slot_floats));
   }
   if (depthwise_ && use_dw_block(s))
     return run_in_slots_bytes(threads, dw_block_items(s, threads), kernels::dwconv_block_slot_floats(s));
@@ -425,7 +449,13 @@ void ConvPacked::run_winograd(const RunContext& ctx, const kernels::ConvShape& s
   const kernels::WinogradPlan p = kernels::plan_winograd(s);
   const int threads = ctx.num_threads();
   const int64_t slots = scratch_slots(p.blocks, threads);
-  if (ctx.scratch_size() < size_t(p.pad_floats + slots * p.slot_floats) * sizeof(float))
+  const int64_t scratch_floats = int64_t(ctx.scratch_size() / sizeof(float));
+  // Several blocks on several threads: a padded part per slot (below), where it fits (the
+  // scratch the session asked for this thread count holds it; SlotLayout puts the slots
+  // one after another where a thread's share cannot hold its slots).
+  const int64_t own_floats = p.blocks > 1 && threads > 1 ? winograd_own_rows_slot_floats(s, p, slots) : 0;
+  const bool own_rows = own_floats > 0 && slots * own_floats <= scratch_floats;
+  if (!own_rows && scratch_floats < p.pad_floats + slots * p.slot_floats)
     throw PluginError("winograd conv: scratch too small");
   float* xp = static_cast<float*>(ctx.scratch());
   float* slot0 = xp + p.pad_floats;
@@ -481,11 +511,33 @@ void ConvPacked::run_winograd(const RunContext& ctx, const kernels::ConvShape& s
       });
       continue;
     }
-    // The padded input by rows, split as the blocks are (the same parallel_for over the
-    // same slots): each worker pads the rows its blocks read, and its input transform
-    // reads them from its own cache. Split by channels, half of every block's input came
-    // from the other worker's cache; on two vCPUs in different core complexes (Zen 5) that
-    // doubled the input transform's time.
+    if (own_rows) {
+      // Each slot pads the rows its blocks read (theirs and two more) into its own memory,
+      // in its thread's share of the scratch (SlotLayout), then runs them: one parallel_for,
+      // and no line of the padded input is written by one thread in one layer and by the
+      // other in the next, as the rows of one shared padded input were (each layer's row
+      // split falls elsewhere in it). Rows at the slots' edges are padded twice.
+      const SlotLayout own(threads, slots, own_floats, scratch_floats);
+      ctx.parallel_for(size_t(slots), 1, [&](size_t s0, size_t s1) {
+        for (size_t sl = s0; sl < s1; ++sl) {
+          const int64_t b0 = p.blocks * int64_t(sl) / slots, b1 = p.blocks * int64_t(sl + 1) / slots;
+          if (b1 <= b0) continue;
+          float* slot = own.at(static_cast<float*>(ctx.scratch()), int64_t(sl));
+          float* rows = slot + (p.slot_floats + 15) / 16 * 16;
+          int64_t r0 = 0, r1 = 0;
+          kernels::winograd_blocks_rows(p, b0, b1, &r0, &r1);
+          const kernels::WinogradPlan pr = kernels::winograd_worker_rows(p, r0, r1);
+          kernels::winograd_pad_input_rows(s, pr, xn, r0, r1, rows);
+          for (int64_t b = b0; b < b1; ++b) kernels::winograd_block(s, winograd_, pr, b, rows, yn, slot, lo, hi, rn);
+        }
+      });
+      continue;
+    }
+    // One thread (or too little scratch): one padded input, by rows split as the blocks
+    // are (the same parallel_for over the same slots): each worker pads the rows its
+    // blocks read, and its input transform reads them from its own cache. Split by
+    // channels, half of every block's input came from the other worker's cache; on two
+    // vCPUs in different core complexes (Zen 5) that doubled the input transform's time.
     ctx.parallel_for(size_t(slots), 1, [&](size_t s0, size_t s1) {
       const int64_t b0 = p.blocks * int64_t(s0) / slots, b1 = p.blocks * int64_t(s1) / slots;
       kernels::winograd_pad_input_rows(s, p, xn, kernels::winograd_block_pad_row(p, b0),

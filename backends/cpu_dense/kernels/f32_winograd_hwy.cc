@@ -56,7 +56,7 @@ void InputImpl(const WinogradXform& x, const float* xp, float* V) {
       float* v = V + ((l / x.nr) * x.C + c) * x.nr + l % x.nr;
       const int64_t t = x.t0 + l, th = t / TW, tw = t % TW;
       if (l + L <= x.count && tw + L <= TW) {
-        const float* r0 = xc + 2 * th * row + tw;
+        const float* r0 = xc + (2 * th - x.row0) * row + tw;
         Vec dv[4][4];
         for (int i = 0; i < 4; ++i) {
           const float* r = r0 + i * row;
@@ -86,7 +86,7 @@ void InputImpl(const WinogradXform& x, const float* xp, float* V) {
         for (int j = 0; j < 4; ++j) dv[i][j] = hn::Zero(d);
       for (int64_t a = 0; a < n;) {
         const int64_t ta = t + a, tha = ta / TW, twa = ta % TW;  // twa == 0 when a > 0
-        const float* r0 = xc + 2 * tha * row + twa - a;
+        const float* r0 = xc + (2 * tha - x.row0) * row + twa - a;
         const auto from_a = LanesFromTo(d, a, L);
         for (int i = 0; i < 4; ++i) {
           const float* r = r0 + i * row;
@@ -263,7 +263,7 @@ void PadInputImpl(const ConvShape& s, const WinogradPlan& p, const float* x, int
 #endif
   for (int64_t c = c0; c < c1; ++c)
     for (int64_t r = r0; r < r1; ++r) {
-      float* even = xp + (c * p.hp + r) * row;
+      float* even = xp + (c * p.hp + r - p.row0) * row;
       float* odd = even + half;
       const int64_t ih = r - ph;
       if (ih < 0 || ih >= H) {
@@ -325,7 +325,7 @@ HWY_EXPORT(PadInputImpl);
 
 void winograd_pad_input(const ConvShape& s, const WinogradPlan& p, const float* x, int64_t c0,
                         int64_t c1, float* xp) {
-  HWY_DYNAMIC_DISPATCH(PadInputImpl)(s, p, x, c0, c1, 0, p.hp, xp);
+  HWY_DYNAMIC_DISPATCH(PadInputImpl)(s, p, x, c0, c1, p.row0, p.row0 + p.hp, xp);
 }
 
 void winograd_pad_input_rows(const ConvShape& s, const WinogradPlan& p, const float* x, int64_t r0,

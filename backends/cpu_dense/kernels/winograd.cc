@@ -94,7 +94,6 @@ constexpr int64_t kBlockBytes = 256 * 1024;
 // threads. Its 48 -> 192 13x13 layers with prefetches from K = 32: unchanged.
 constexpr int64_t kPrefetchUMinK = 64;
 constexpr int64_t kMaxBlockPanels = 16;
-constexpr int64_t kInputSlackFloats = 16;  // >= the input transform's vector width (8) - 2
 // Tiles in the last panel (1..NR) of a block of `count` tiles.
 int64_t last_panel_tiles(int64_t count, int64_t nr) { return count - (count - 1) / nr * nr; }
 }  // namespace
@@ -130,7 +129,7 @@ WinogradPlan plan_winograd(const ConvShape& s) {
   p.kc = (s.C + kchunks - 1) / kchunks;
   // wp = 2 (tiles_w + 1): even and odd halves; then slack for the input transform's
   // whole-vector loads of a group's last run of tiles (f32_winograd_hwy.cc: InputImpl).
-  p.pad_floats = s.C * p.hp * p.wp + kInputSlackFloats;
+  p.pad_floats = s.C * p.hp * p.wp + kWinogradInputSlackFloats;
   // V [16][nt / nr][C][nr] and the last block's dot columns' transposed V (16 x dots x C;
   // block_view; the other blocks' panels are whole): the input part; then M [16][M][nt].
   const int64_t last = p.tiles - (p.blocks - 1) * p.nt;
@@ -139,6 +138,19 @@ WinogradPlan plan_winograd(const ConvShape& s) {
   p.m_floats = 16 * winograd_stride(s.M * p.nt);
   p.slot_floats = p.in_floats + p.m_floats;
   return p;
+}
+
+void winograd_blocks_rows(const WinogradPlan& p, int64_t b0, int64_t b1, int64_t* r0, int64_t* r1) {
+  *r0 = winograd_block_pad_row(p, b0);
+  const int64_t last_tile = std::min(b1 * p.nt, p.tiles) - 1;
+  *r1 = std::min(p.hp, 2 * (last_tile / p.tiles_w) + 4);
+}
+
+WinogradPlan winograd_worker_rows(const WinogradPlan& p, int64_t r0, int64_t r1) {
+  WinogradPlan w = p;
+  w.row0 = p.row0 + r0;
+  w.hp = r1 - r0;
+  return w;
 }
 
 namespace {
@@ -161,6 +173,7 @@ BlockView block_view(const ConvShape& s, const WinogradPlan& p, int64_t b, float
   xf.C = s.C;
   xf.M = s.M;
   xf.hp = p.hp;
+  xf.row0 = p.row0;
   xf.tiles_w = p.tiles_w;
   xf.out_h = s.out[1];
   xf.out_w = s.out[2];

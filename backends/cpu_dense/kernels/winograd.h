@@ -41,6 +41,9 @@ WinogradWeights pack_winograd(const float* w, int64_t M, int64_t C, const float*
 struct WinogradPlan {
   int64_t tiles_h = 0, tiles_w = 0, tiles = 0;  // 2x2 output tiles per image
   int64_t hp = 0, wp = 0;                       // padded input plane: 2 * tiles + 2
+  // The padded input's first row held in xp: 0 (every row), or a worker's first row where
+  // xp holds only rows [row0, row0 + hp) of each channel (winograd_worker_rows).
+  int64_t row0 = 0;
   int64_t nt = 0, blocks = 0;                   // tiles per block (a multiple of 16), blocks per image
   int64_t kc = 0;                               // input channels per GEMM k-block
   int64_t pad_floats = 0;                       // padded input of one image, and slack
@@ -49,6 +52,15 @@ struct WinogradPlan {
   int64_t slot_floats = 0;                      // both: the input part, then M
 };
 WinogradPlan plan_winograd(const ConvShape& s);
+// Floats past the padded input's last row that the input transform may read (its whole-
+// vector loads of a group's last run of tiles): >= its vector width (8) - 2.
+constexpr int64_t kWinogradInputSlackFloats = 16;
+// The padded rows [*r0, *r1) that blocks [b0, b1) read (b0 < b1): their tile rows' and
+// the two rows below the last one.
+void winograd_blocks_rows(const WinogradPlan& p, int64_t b0, int64_t b1, int64_t* r0, int64_t* r1);
+// A plan whose xp holds only padded rows [r0, r1) of each channel (row0 = r0, hp = r1 - r0),
+// for a worker that pads the rows its blocks read into memory of its own.
+WinogradPlan winograd_worker_rows(const WinogradPlan& p, int64_t r0, int64_t r1);
 
 // Channels [c0, c1) of one image's input x (C x H x W) into xp: C planes of hp rows, each
 // row the wp padded columns split into its even columns then its odd ones (tiles_w + 1
@@ -73,6 +85,7 @@ constexpr int kOutputGroupLanes = 16;
 // The transforms' view of one block (winograd_block fills it).
 struct WinogradXform {
   int64_t C = 0, M = 0, hp = 0, tiles_w = 0, out_h = 0, out_w = 0;
+  int64_t row0 = 0;                    // xp's first padded row (WinogradPlan::row0)
   int64_t t0 = 0, count = 0;          // the block's first tile and its number of tiles
   int64_t nt = 0, nr = 0, panels = 0;  // lanes (tiles) per block, per panel; nt / nr
   int64_t v_stride = 0, m_stride = 0;  // floats from one xi's V (M) matrix to the next

@@ -426,6 +426,22 @@ TEST_SUITE("conv") {
       check_conv(rng, half, ctx, false, true, nullptr, &kernel);
       CHECK(kernel == "f32_conv3x3_winograd_f2x2__6x2v");
     }
+    // Maps of several tile blocks: on several threads each slot pads the rows its blocks
+    // read into memory of its own (ConvPacked::run_winograd); 4 blocks (one a slot), and
+    // 18 (some slots two), odd sizes, asymmetric pads, two images.
+    ConvSpec blocks4 = c;
+    blocks4.x = {2, 17, 41, 37};
+    blocks4.M = 20;
+    blocks4.pads = {1, 0, 2, 1};
+    ConvSpec blocks18 = c;
+    blocks18.x = {1, 16, 83, 79};
+    blocks18.M = 18;
+    for (const ConvSpec& g : {blocks4, blocks18})
+      for (Ctx ctx : kAllCtx) {
+        std::string kernel;
+        check_conv(rng, g, ctx, false, true, nullptr, &kernel);
+        CHECK(kernel == "f32_conv3x3_winograd_f2x2__6x2v");
+      }
     ConvSpec small_map = c;
     small_map.x = {1, 40, 4, 4};
     for (const ConvSpec& g : {strided, dilated, narrow, wide, small_map}) {
