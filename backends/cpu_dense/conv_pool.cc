@@ -1,5 +1,7 @@
 #include "conv_pool.h"
 
+#include "kernels/conv_hwc.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -81,10 +83,23 @@ void for_part_bands(const ConvPoolPlan& p, int64_t part, int64_t parts, F fn) {
   for_bands(PH * part / parts, PH * (part + 1) / parts, p.band_rows, fn);
 }
 
+// First convs with the output channels as lanes (kernels/conv_hwc.h): 1-4 input channels,
+// output channels in whole pairs of vectors, a pool without dilation.
+bool hwc_applies(const kernels::ConvShape& cs, const kernels::ConvShape& ps) {
+  const int64_t L = kernels::conv_hwc_lanes();
+  return cs.C <= 4 && cs.group == 1 && L > 1 && cs.M % (2 * L) == 0 && ps.d[1] == 1 && ps.d[2] == 1;
+}
+
+// The padded input row of the channels-as-lanes conv: every column a window reads, the
+// padding before the input included.
+int64_t hwc_row_floats(const kernels::ConvShape& cs) {
+  return std::max(cs.in[2] + cs.pb[2], (cs.out[2] - 1) * cs.s[2] + (cs.k[2] - 1) * cs.d[2] + 1);
+}
+
 }  // namespace
 
 bool conv_pool_plan(const ConvPacked& conv, const kernels::ConvShape& cs, const kernels::ConvShape& ps,
-                    ConvPoolPlan* plan) {
+                    ConvPoolPlan* plan, const float* w) {
   if (!(conv.runs_rows() && cs.group == 1 && two_d(cs) && two_d(ps) && ps.N == cs.N && ps.C == cs.M &&
         ps.in[1] == cs.out[1] && ps.in[2] == cs.out[2] && ps.s[1] >= 2 && rows_padding_sane(cs) &&
         rows_padding_sane(ps) && cs.M * cs.P() * int64_t(sizeof(float)) >= kConvPoolMinBytes))
@@ -104,7 +119,30 @@ bool conv_pool_plan(const ConvPacked& conv, const kernels::ConvShape& cs, const 
         p.conv_scratch = std::max(p.conv_scratch, round_line(conv.rows_scratch_floats(cb)));
         p.pool_scratch = std::max(p.pool_scratch, round_line(kernels::dwconv_slot_floats(pb)));
       });
-  *plan = p;
+  if (w && hwc_applies(cs, ps)) {
+    // W [M][C][kh][kw] -> [C][kh][kw][M]; the band's padded input (its rows, every column
+    // a window reads), its conv rows (pixel-major, as many floats as planes), a row of
+    // pool outputs before they go to the planes.
+    const int64_t M = cs.M, K = cs.K();
+    kernels::FloatBuf wt = kernels::alloc_floats(size_t(M * K));
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t k = 0; k < K; ++k) wt[size_t(k * M + m)] = w[m * K + k];
+    p.hwc_w = std::shared_ptr<const float>(wt.release(), kernels::AlignedFree());
+    p.hwc_wp = hwc_row_floats(cs);
+    int64_t rows = 0;
+    for (int64_t parts = 1; parts <= parts_for(ps, kernels::kConvMaxSlots); ++parts)
+      for (int64_t part = 0; part < parts; ++part)
+        for_part_bands(p, part, parts, [&](int64_t a, int64_t b) {
+          kernels::ConvShape pb, cb;
+          int64_t c0 = 0, ih0 = 0;
+          band_shapes(p, a, b, &pb, &cb, &c0, &ih0);
+          rows = std::max(rows, (cb.out[1] - 1) * cs.s[1] + (cs.k[1] - 1) * cs.d[1] + 1);
+        });
+    p.in = round_line(cs.C * rows * p.hwc_wp);
+    p.conv_scratch = 0;
+    p.pool_scratch = round_line(ps.out[2] * M);
+  }
+  *plan = std::move(p);
   return true;
 }
 
@@ -117,11 +155,81 @@ size_t conv_pool_scratch_bytes(const ConvPoolPlan& plan, int threads) {
   return most;
 }
 
+// The channels-as-lanes run (ConvPoolPlan::hwc_w): per band, its input rows zero-padded,
+// its conv rows pixel-major, then its pool rows into the output planes.
+static void conv_pool_run_hwc(const RunContext& ctx, const ConvPacked& conv, const ConvPoolPlan& plan,
+                              const float* x, float* y) {
+  const kernels::ConvShape& cs = plan.conv;
+  const kernels::ConvShape& ps = plan.pool;
+  const int64_t parts = parts_for(ps, ctx.num_threads());
+  const int64_t PH = ps.out[1], PW = ps.out[2], H = cs.in[1], W = cs.in[2], C = cs.C, M = cs.M;
+  const int64_t wp = plan.hwc_wp, pl = cs.pb[2];
+  kernels::HwcConv g;
+  g.C = C;
+  g.M = M;
+  g.KH = cs.k[1];
+  g.KW = cs.k[2];
+  g.sh = cs.s[1];
+  g.sw = cs.s[2];
+  g.dh = cs.d[1];
+  g.dw = cs.d[2];
+  g.wp = wp;
+  g.OW = cs.out[2];
+  g.bias = conv.bias();
+  g.lo = conv.clamp_lo();
+  g.hi = conv.clamp_hi();
+  kernels::HwcPool pg;
+  pg.M = M;
+  pg.IH = cs.out[1];
+  pg.IW = cs.out[2];
+  pg.KH = ps.k[1];
+  pg.KW = ps.k[2];
+  pg.sh = ps.s[1];
+  pg.sw = ps.s[2];
+  pg.ph = ps.pb[1];
+  pg.pw = ps.pb[2];
+  pg.PH = PH;
+  pg.PW = PW;
+  run_in_slots(ctx, cs.N * parts, plan.slot_floats(), "conv + maxpool", [&](int64_t item, float* slot) {
+    const int64_t n = item / parts, part = item % parts;
+    float* in = slot;
+    float* conv_out = in + plan.in;
+    float* pool_tmp = conv_out + plan.conv_out;
+    for_part_bands(plan, part, parts, [&](int64_t a, int64_t b) {
+      kernels::ConvShape pb, cb;
+      int64_t c0 = 0, ih0 = 0;
+      band_shapes(plan, a, b, &pb, &cb, &c0, &ih0);
+      // Padded row j of the band: input row c0 * sh - pad + j (zeros off the input).
+      const int64_t rows = (cb.out[1] - 1) * cs.s[1] + (cs.k[1] - 1) * cs.d[1] + 1;
+      const int64_t first = c0 * cs.s[1] - cs.pb[1];
+      kernels::HwcConv gb = g;
+      gb.hp = rows;
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t j = 0; j < rows; ++j) {
+          float* dst = in + (c * rows + j) * wp;
+          const int64_t ih = first + j;
+          if (ih < 0 || ih >= H) {
+            std::fill(dst, dst + wp, 0.0f);
+            continue;
+          }
+          std::fill(dst, dst + pl, 0.0f);
+          std::memcpy(dst + pl, x + ((n * C + c) * H + ih) * W, size_t(W) * sizeof(float));
+          std::fill(dst + pl + W, dst + wp, 0.0f);
+        }
+      const bool nan = kernels::conv_hwc_rows(gb, in, plan.hwc_w.get(), 0, cb.out[1], conv_out);
+      kernels::HwcPool band = pg;
+      band.row0 = c0;
+      kernels::maxpool_hwc_to_planes(band, conv_out, a, b, y + n * M * PH * PW, pool_tmp, nan);
+    });
+  });
+}
+
 void conv_pool_run(const RunContext& ctx, const ConvPacked& conv, const ConvPoolPlan& plan, const float* x,
                    const float* w_rows, float* y) {
   const kernels::ConvShape& cs = plan.conv;
   const int64_t parts = parts_for(plan.pool, ctx.num_threads());
   const int64_t PH = plan.pool.out[1], PW = plan.pool.out[2], W = cs.in[2];
+  if (plan.hwc_w) return conv_pool_run_hwc(ctx, conv, plan, x, y);
   run_in_slots(ctx, cs.N * parts, plan.slot_floats(), "conv + maxpool", [&](int64_t item, float* slot) {
     const int64_t n = item / parts, part = item % parts;
     float* in = slot;

@@ -22,6 +22,9 @@ class PackedConvSource {
  public:
   virtual std::shared_ptr<const ConvPacked> packed_conv() const = 0;
   virtual const kernels::ConvShape* packed_conv_shape() const = 0;
+  // W as the model holds it ([M, C, kh, kw], alive as long as the model), or null where it
+  // is not a constant.
+  virtual const float* constant_weights() const = 0;
 
  protected:
   ~PackedConvSource() = default;
@@ -36,6 +39,12 @@ struct ConvPoolPlan {
   int64_t band_rows = 1;
   int64_t in = 0, conv_out = 0, conv_scratch = 0, pool_scratch = 0;
   int64_t slot_floats() const { return in + conv_out + conv_scratch + pool_scratch; }
+  // A first conv (1-4 input channels, M a multiple of two vectors) with the output
+  // channels as lanes (kernels/conv_hwc.h): W packed [C][kh][kw][M] here; the band's
+  // input is padded into `in`, its conv rows are HWC in `conv_out`, the pool's row of
+  // outputs in `pool_scratch`. Null: the conv's own run_rows.
+  std::shared_ptr<const float> hwc_w;
+  int64_t hwc_wp = 0;  // padded input row: W + pads, rounded up
 };
 
 // Whether the pair runs fused (2-D; the conv on its GEMM or direct path, one group; a
@@ -43,8 +52,13 @@ struct ConvPoolPlan {
 // kConvPoolMinBytes or more, which outgrows L2) for the conv shape cs and the pool shape
 // ps (pool_simd.h's geometry) over cs's output; if so, *plan is its plan.
 constexpr int64_t kConvPoolMinBytes = int64_t(1) << 20;
+// w: the conv's constant W ([M, C, kh, kw]) or null (then never channels as lanes).
 bool conv_pool_plan(const ConvPacked& conv, const kernels::ConvShape& cs, const kernels::ConvShape& ps,
-                    ConvPoolPlan* plan);
+                    ConvPoolPlan* plan, const float* w = nullptr);
+// The kernel's name for the fused pair's plan.
+inline const char* conv_pool_kernel_name(const ConvPoolPlan& p) {
+  return p.hwc_w ? "f32_conv_chw2hwc_12x2v__maxpool" : "f32_conv_maxpool__fused";
+}
 // Scratch for runs on `threads` threads (0: any count).
 size_t conv_pool_scratch_bytes(const ConvPoolPlan& plan, int threads);
 // y: the pool's output [N, M, PH, PW]; x, w_rows: the conv's X and W as the run gives them.

@@ -63,7 +63,7 @@ class PoolKernel final : public OpKernel {
       static_shape_ = std::make_unique<kernels::ConvShape>(s);
   }
 
-  const char* name() const override { return conv_ ? "f32_conv_maxpool__fused" : OpKernel::name(); }
+  const char* name() const override { return conv_ ? conv_pool_kernel_name(conv_plan_) : OpKernel::name(); }
 
   double flops(const mn_tensor* in, int num_inputs, const mn_tensor* out, int) const override {
     double f = pool_flops(attrs_, out[0]);
@@ -79,7 +79,7 @@ class PoolKernel final : public OpKernel {
     if (input_index != 0 || kind_ != PoolKind::kMax || conv_ || !static_shape_ || !src) return false;
     std::shared_ptr<const ConvPacked> conv = src->packed_conv();
     const kernels::ConvShape* cs = src->packed_conv_shape();
-    if (!conv || !cs || !conv_pool_plan(*conv, *cs, *static_shape_, &conv_plan_)) return false;
+    if (!conv || !cs || !conv_pool_plan(*conv, *cs, *static_shape_, &conv_plan_, src->constant_weights())) return false;
     conv_ = std::move(conv);
     conv_first_ = first_extra;
     return true;

@@ -559,7 +559,10 @@ TEST_SUITE("executor") {
     // Fused (conv_pool.h: 2-D, one group, pool row stride 2+, conv output of 1 MB or more
     // per image): c1 3x3 stride 2 (GEMM path) + Relu -> p1 3x3 stride 2 ceil_mode; c2 7x7
     // stride 2 pads 3 (direct path) -> p2 3x3 stride 2 pads 1; c3 3x3 stride 1, three input
-    // channels (GEMM) -> p3 2x2 stride 2 pads 0/1. Not fused: c4 (read by p4 and an Add),
+    // channels (GEMM) -> p3 2x2 stride 2 pads 0/1. With output channels in whole pairs of
+    // vectors (32, 64) the pair runs channels as lanes (kernels/conv_hwc.h): c1 -> p1, c7
+    // 7x7 stride 2 pads 3 -> p7 3x3 stride 2 pads 1 (resnet's), c8 3x3 dilation 2, uneven
+    // pads -> p8 3x2 stride 2 pads 1/0. Not fused: c4 (read by p4 and an Add),
     // c5 (a small output), c6 (p6 has row stride 1). With `expose` the conv outputs are
     // graph outputs too: nothing is fused, the reference to compare with.
     auto build = [](bool expose) {
@@ -573,6 +576,9 @@ TEST_SUITE("executor") {
       b.add_constant("w4", test::random_tensor({32, 3, 3, 3}, 6));
       b.add_constant("w5", test::random_tensor({4, 3, 3, 3}, 7));
       b.add_constant("w6", test::random_tensor({32, 3, 3, 3}, 8));
+      b.add_constant("w7", test::random_tensor({64, 3, 7, 7}, 9));
+      b.add_constant("b7", test::random_tensor({64}, 10));
+      b.add_constant("w8", test::random_tensor({32, 3, 3, 3}, 11));
       const std::vector<Attr> s2 = {Attr::Ints("strides", {2, 2})};
       b.add_node("Conv", {"x", "w1", "b1"}, {"c1"}, s2, "c1");
       b.add_node("Relu", {"c1"}, {"r1"}, {}, "relu1");
@@ -594,25 +600,37 @@ TEST_SUITE("executor") {
       b.add_node("MaxPool", {"c5"}, {"p5"}, {Attr::Ints("kernel_shape", {3, 3}), Attr::Ints("strides", {2, 2})}, "p5");
       b.add_node("Conv", {"x", "w6"}, {"c6"}, s2, "c6");
       b.add_node("MaxPool", {"c6"}, {"p6"}, {Attr::Ints("kernel_shape", {3, 3}), Attr::Ints("strides", {1, 2})}, "p6");
-      for (const char* o : {"p1", "p2", "p3", "p4", "a4", "p5", "p6"}) b.add_output(o);
+      b.add_node("Conv", {"x", "w7", "b7"}, {"c7"}, {Attr::Ints("strides", {2, 2}), Attr::Ints("pads", {3, 3, 3, 3})},
+                 "c7");
+      b.add_node("Relu", {"c7"}, {"r7"}, {}, "relu7");
+      b.add_node("MaxPool", {"r7"}, {"p7"},
+                 {Attr::Ints("kernel_shape", {3, 3}), Attr::Ints("strides", {2, 2}), Attr::Ints("pads", {1, 1, 1, 1})},
+                 "p7");
+      b.add_node("Conv", {"x", "w8"}, {"c8"}, {Attr::Ints("dilations", {2, 2}), Attr::Ints("pads", {1, 2, 0, 1})}, "c8");
+      b.add_node("MaxPool", {"c8"}, {"p8"},
+                 {Attr::Ints("kernel_shape", {3, 2}), Attr::Ints("strides", {2, 2}), Attr::Ints("pads", {1, 0, 1, 1})},
+                 "p8");
+      for (const char* o : {"p1", "p2", "p3", "p4", "a4", "p5", "p6", "p7", "p8"}) b.add_output(o);
       if (expose)
-        for (const char* o : {"c1", "c2", "c3"}) b.add_output(o);
+        for (const char* o : {"c1", "c2", "c3", "c7", "c8"}) b.add_output(o);
       return b.build().value();
     };
     auto fused = e->prepare(build(false)).value();
     auto plain = e->prepare(build(true)).value();
     std::map<std::string, KernelChoice> choice_of = choices_by_name(*fused);
-    for (const char* n : {"p1", "p2", "p3"}) CHECK_MESSAGE(choice_of[n].kernel == "f32_conv_maxpool__fused", n);
-    for (const char* n : {"c1", "relu1", "c2", "c3"}) {
+    for (const char* n : {"p2", "p3"}) CHECK_MESSAGE(choice_of[n].kernel == "f32_conv_maxpool__fused", n);
+    for (const char* n : {"p1", "p7", "p8"}) CHECK_MESSAGE(choice_of[n].kernel == "f32_conv_chw2hwc_12x2v__maxpool", n);
+    for (const char* n : {"c1", "relu1", "c2", "c3", "c7", "relu7", "c8"}) {
       CHECK_MESSAGE(choice_of[n].kernel == "fused", n);
       CHECK_MESSAGE(choice_of[n].reason.find("node 'p") != std::string::npos, n << ": " << choice_of[n].reason);
     }
     for (const char* n : {"c4", "p4", "c5", "p5", "c6", "p6"})
       CHECK_MESSAGE(choice_of[n].kernel.find("fused") == std::string::npos, n << ": " << choice_of[n].kernel);
     for (const auto& c : plain->choices())
-      CHECK_MESSAGE(c.kernel.find("maxpool__fused") == std::string::npos, plain->model().graph().nodes[size_t(c.node)].name);
-    for (int threads : {1, 2, 3})  // c1, relu1, c2, c3 do not run
-      CHECK(compare_fused(fused, plain, {test::random_tensor({2, 3, 227, 229}, 90 + threads)}, 7, threads) == -4);
+      CHECK_MESSAGE((c.kernel.find("maxpool") == std::string::npos || c.kernel.rfind("f32_maxpool", 0) == 0),
+                    plain->model().graph().nodes[size_t(c.node)].name);
+    for (int threads : {1, 2, 3})  // c1, relu1, c2, c3, c7, relu7, c8 do not run
+      CHECK(compare_fused(fused, plain, {test::random_tensor({2, 3, 227, 229}, 90 + threads)}, 9, threads) == -7);
   }
 
   TEST_CASE("Concat of channels: producers write into its output, it does not run") {

@@ -86,6 +86,7 @@ class ConvKernel final : public OpKernel, public PackedConvSource {
     return fast_ && addend_input_ < 0 && producer_first_ < 0 ? fast_ : nullptr;
   }
   const kernels::ConvShape* packed_conv_shape() const override { return static_shape_.get(); }
+  const float* constant_weights() const override { return w_const_; }
 
   // X written by a depthwise conv of this backend (mn_kernel.set_producer): by channel
   // blocks over the threads, so a K split reads mostly what each thread wrote; but by

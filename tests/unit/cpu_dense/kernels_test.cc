@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include "kernels/conv.h"
+#include "kernels/conv_hwc.h"
 #include "kernels/eltwise.h"
 #include "kernels/gemm.h"
 #include "kernels/winograd.h"
@@ -539,6 +540,158 @@ TEST_CASE("direct convolution on phase planes matches the reference") {
   CHECK_FALSE(conv_direct_applies(s));  // nr - 1 outputs a row
   s = shape_of(ConvCase{1, 4, 8, 1, {1, 12, nr + 8}, {1, 9, 9}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}});
   CHECK_FALSE(conv_direct_applies(s));  // K = 4 * 81 over kDirectMaxK
+}
+
+TEST_CASE("first convs with channels as lanes, and their HWC max pool, match the references") {
+  // 1-4 input channels, 2-6 vectors of output channels, kernels 1x1 to 7x7 (non-square),
+  // strides 1-3, dilation 2, pads before and after, rows of 1 to 3 x 12 + 3 outputs (every
+  // tile width), computed in two calls of rows; a clamp or none; the NaN flag.
+  std::mt19937 rng(43);
+  const int64_t L = conv_hwc_lanes();
+  struct Geo {
+    int64_t kh, kw, s, d, pt, pl, pb, pr;
+  };
+  int cases = 0;
+  for (const Geo g : {Geo{3, 3, 2, 1, 1, 1, 1, 1}, Geo{7, 7, 2, 1, 3, 3, 3, 3}, Geo{3, 3, 1, 2, 2, 0, 0, 2},
+                      Geo{5, 3, 3, 1, 0, 1, 2, 0}, Geo{1, 1, 1, 1, 0, 0, 0, 0}, Geo{2, 4, 2, 1, 1, 0, 0, 1}})
+    for (int64_t C = 1; C <= 4; ++C)
+      for (int64_t ow : {int64_t(1), int64_t(2), int64_t(13), int64_t(39)}) {
+        const int64_t M = 2 * L * (1 + cases % 3), oh = 1 + cases % 4;
+        const int64_t ekh = (g.kh - 1) * g.d + 1, ekw = (g.kw - 1) * g.d + 1;
+        const int64_t H = (oh - 1) * g.s + ekh - g.pt - g.pb, W = (ow - 1) * g.s + ekw - g.pl - g.pr;
+        if (H < 1 || W < 1) continue;
+        const std::vector<float> x = randn(rng, size_t(C * H * W));
+        const std::vector<float> w = randn(rng, size_t(M * C * g.kh * g.kw));
+        const std::vector<float> bias = randn(rng, size_t(M));
+        const bool clamp = cases % 2 == 1;
+        HwcConv cv;
+        cv.C = C;
+        cv.M = M;
+        cv.KH = g.kh;
+        cv.KW = g.kw;
+        cv.sh = cv.sw = g.s;
+        cv.dh = cv.dw = g.d;
+        cv.hp = (oh - 1) * g.s + ekh;
+        cv.wp = std::max(W + g.pl, (ow - 1) * g.s + ekw);
+        cv.OW = ow;
+        cv.bias = cases % 5 == 4 ? nullptr : bias.data();
+        cv.lo = clamp ? 0.0f : -kInf;
+        cv.hi = clamp ? 1.5f : kInf;
+        std::vector<float> xp(size_t(C * cv.hp * cv.wp), 0.0f), wt(w.size());
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t r = 0; r < H; ++r)
+            for (int64_t q = 0; q < W; ++q) xp[size_t((c * cv.hp + r + g.pt) * cv.wp + q + g.pl)] = x[size_t((c * H + r) * W + q)];
+        const int64_t K = C * g.kh * g.kw;
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t k = 0; k < K; ++k) wt[size_t(k * M + m)] = w[size_t(m * K + k)];
+        std::vector<float> want(size_t(oh * ow * M)), got(want.size(), kNaN);
+        for (int64_t r = 0; r < oh; ++r)
+          for (int64_t q = 0; q < ow; ++q)
+            for (int64_t m = 0; m < M; ++m) {
+              double acc = cv.bias ? cv.bias[m] : 0.0;
+              for (int64_t c = 0; c < C; ++c)
+                for (int64_t i = 0; i < g.kh; ++i)
+                  for (int64_t j = 0; j < g.kw; ++j) {
+                    const int64_t ih = r * g.s + i * g.d - g.pt, iw = q * g.s + j * g.d - g.pl;
+                    if (ih >= 0 && ih < H && iw >= 0 && iw < W)
+                      acc += double(w[size_t(((m * C + c) * g.kh + i) * g.kw + j)]) * x[size_t((c * H + ih) * W + iw)];
+                  }
+              want[size_t((r * ow + q) * M + m)] = std::min(std::max(float(acc), cv.lo), cv.hi);
+            }
+        const int64_t split = oh / 2;
+        bool nan = conv_hwc_rows(cv, xp.data(), wt.data(), 0, split, got.data());
+        nan = conv_hwc_rows(cv, xp.data(), wt.data(), split, oh, got.data()) || nan;
+        CHECK_FALSE(nan);
+        char what[160];
+        std::snprintf(what, sizeof(what), "hwc conv C %ld M %ld %ldx%ld s %ld d %ld, %ld x %ld out", long(C), long(M),
+                      long(g.kh), long(g.kw), long(g.s), long(g.d), long(oh), long(ow));
+        expect_close(got, want, what);
+        ++cases;
+      }
+  CHECK(cases >= 80);
+
+  // A NaN input: the flag says whether an output is NaN (the clamp's max may drop it on x86).
+  {
+    HwcConv cv;
+    cv.C = 1;
+    cv.M = 2 * L;
+    cv.hp = cv.wp = 3;
+    cv.OW = 3;
+    std::vector<float> xp(9, 1.0f), wt(size_t(2 * L), 0.5f), y(size_t(3 * 3 * 2 * L));
+    xp[4] = kNaN;
+    const bool nan = conv_hwc_rows(cv, xp.data(), wt.data(), 0, 3, y.data());
+    CHECK(nan == std::any_of(y.begin(), y.end(), [](float v) { return std::isnan(v); }));
+  }
+
+  // The pool: windows 3x3 / 2x2 / 3x2, strides 1-2, pads, ceil_mode windows past the end,
+  // all rows and a band (row0 > 0), with NaNs (NaN-propagating) and without.
+  struct PoolGeo {
+    int64_t kh, kw, s, p, ih, iw;
+    bool ceil;
+  };
+  int pools = 0;
+  for (const PoolGeo pg : {PoolGeo{3, 3, 2, 1, 111, 111, false}, PoolGeo{3, 3, 2, 0, 27, 40, true},
+                           PoolGeo{2, 2, 2, 0, 9, 7, true}, PoolGeo{3, 2, 1, 1, 5, 18, false}, PoolGeo{3, 3, 2, 1, 2, 1, false}})
+    for (int with_nan = 0; with_nan < 2; ++with_nan) {
+      const int64_t M = 2 * L * (1 + pools % 2);
+      HwcPool p;
+      p.M = M;
+      p.IH = pg.ih;
+      p.IW = pg.iw;
+      p.KH = pg.kh;
+      p.KW = pg.kw;
+      p.sh = p.sw = pg.s;
+      p.ph = p.pw = pg.p;
+      auto outs = [&](int64_t in, int64_t k) {
+        const int64_t span = in + 2 * pg.p - k;
+        return (pg.ceil ? (span + pg.s - 1) / pg.s : span / pg.s) + 1;
+      };
+      p.PH = outs(pg.ih, pg.kh);
+      p.PW = outs(pg.iw, pg.kw);
+      std::vector<float> in = randn(rng, size_t(pg.ih * pg.iw * M));
+      if (with_nan)
+        for (size_t i = 7; i < in.size(); i += 97) in[i] = kNaN;
+      std::vector<float> want(size_t(M * p.PH * p.PW)), got(want.size(), -7.0f), tmp(size_t(p.PW * M));
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t r = 0; r < p.PH; ++r)
+          for (int64_t q = 0; q < p.PW; ++q) {
+            float v = -kInf;
+            for (int64_t i = 0; i < pg.kh; ++i)
+              for (int64_t j = 0; j < pg.kw; ++j) {
+                const int64_t h = r * pg.s - pg.p + i, c = q * pg.s - pg.p + j;
+                if (h < 0 || h >= pg.ih || c < 0 || c >= pg.iw) continue;
+                const float e = in[size_t((h * pg.iw + c) * M + m)];
+                if (e > v || std::isnan(e)) v = e;
+                if (std::isnan(v)) break;
+              }
+            want[size_t((m * p.PH + r) * p.PW + q)] = v;
+          }
+      // All rows at once, then the rows from PH / 2 on from a band starting at its first
+      // window's first row.
+      maxpool_hwc_to_planes(p, in.data(), 0, p.PH, got.data(), tmp.data(), with_nan != 0);
+      auto same = [&](const std::vector<float>& a, const std::vector<float>& b) {
+        for (size_t i = 0; i < a.size(); ++i)
+          if (!(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])))) return false;
+        return true;
+      };
+      CHECK_MESSAGE(same(got, want), "hwc pool " << pg.kh << "x" << pg.kw << " on " << pg.ih << "x" << pg.iw << ", nan " << with_nan);
+      const int64_t r0 = p.PH / 2, row0 = std::max<int64_t>(0, r0 * pg.s - pg.p);
+      HwcPool band = p;
+      band.row0 = row0;
+      std::fill(got.begin(), got.end(), -7.0f);
+      maxpool_hwc_to_planes(band, in.data() + row0 * pg.iw * M, r0, p.PH, got.data(), tmp.data(), with_nan != 0);
+      bool band_ok = true;
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t r = 0; r < p.PH; ++r)
+          for (int64_t q = 0; q < p.PW; ++q) {
+            const size_t i = size_t((m * p.PH + r) * p.PW + q);
+            const float expect = r >= r0 ? want[i] : -7.0f;
+            if (!(got[i] == expect || (std::isnan(got[i]) && std::isnan(expect)))) band_ok = false;
+          }
+      CHECK_MESSAGE(band_ok, "hwc pool band " << pg.kh << "x" << pg.kw << " on " << pg.ih << "x" << pg.iw);
+      ++pools;
+    }
+  CHECK(pools == 10);
 }
 
 TEST_CASE("plan_conv widens column blocks for small K only, keeping 8 per thread") {
