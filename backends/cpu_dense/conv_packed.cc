@@ -35,8 +35,10 @@ static int64_t winograd_part_floats(const kernels::ConvShape& s, const kernels::
 }
 
 // Several blocks on several threads (ConvPacked::run_winograd): each slot pads the rows
-// its own blocks read into memory of its own after its blocks' part (the slot's floats
-// here: the part, then the most rows any slot pads, then the input transform's slack).
+// its own blocks read into memory of its own after its blocks' part, from this float of
+// the slot on (a cache line); the slot's floats: the part, then the most rows any slot
+// pads, then the input transform's slack.
+static int64_t winograd_own_rows_at(const kernels::WinogradPlan& p) { return (p.slot_floats + 15) / 16 * 16; }
 static int64_t winograd_own_rows_slot_floats(const kernels::ConvShape& s, const kernels::WinogradPlan& p,
                                              int64_t slots) {
   int64_t rows = 0;
@@ -48,7 +50,7 @@ static int64_t winograd_own_rows_slot_floats(const kernels::ConvShape& s, const 
     rows = std::max(rows, r1 - r0);
   }
   const int64_t pad = (s.C * rows * p.wp + kernels::kWinogradInputSlackFloats + 15) / 16 * 16;
-  return (p.slot_floats + 15) / 16 * 16 + pad;
+  return winograd_own_rows_at(p) + pad;
 }
 
 int64_t max_scratch_slots(int64_t tasks, int64_t slot_floats) {
@@ -523,7 +525,7 @@ void ConvPacked::run_winograd(const RunContext& ctx, const kernels::ConvShape& s
           const int64_t b0 = p.blocks * int64_t(sl) / slots, b1 = p.blocks * int64_t(sl + 1) / slots;
           if (b1 <= b0) continue;
           float* slot = own.at(static_cast<float*>(ctx.scratch()), int64_t(sl));
-          float* rows = slot + (p.slot_floats + 15) / 16 * 16;
+          float* rows = slot + winograd_own_rows_at(p);
           int64_t r0 = 0, r1 = 0;
           kernels::winograd_blocks_rows(p, b0, b1, &r0, &r1);
           const kernels::WinogradPlan pr = kernels::winograd_worker_rows(p, r0, r1);

@@ -172,9 +172,9 @@ class ConvPacked {
   int64_t rows_scratch_floats(const kernels::ConvShape& s) const;
   void run_rows(const kernels::ConvShape& s, const float* x, const float* w_rows, float* y, float* scratch,
                 int64_t scratch_floats) const;
-  // The bias ([M] or null) and clamp every run applies (for a consumer computing the conv
-  // its own way: conv_pool.h's first convs with channels as lanes).
-  const float* bias() const { return depthwise_ ? dw_b_.get() : gemm_.bias.get(); }
+  // The bias ([M] or null) and clamp every run applies, for a consumer computing a conv
+  // that runs_rows() its own way (conv_pool.h's first convs with channels as lanes).
+  const float* bias() const { return gemm_.bias.get(); }
   float clamp_lo() const { return lo_; }
   float clamp_hi() const { return hi_; }
   // Every later run clamps its outputs to [lo, hi] (a fused Relu / Clip).

@@ -1,7 +1,5 @@
 #include "conv_pool.h"
 
-#include "kernels/conv_hwc.h"
-
 #include <algorithm>
 #include <cstring>
 
@@ -90,10 +88,42 @@ bool hwc_applies(const kernels::ConvShape& cs, const kernels::ConvShape& ps) {
   return cs.C <= 4 && cs.group == 1 && L > 1 && cs.M % (2 * L) == 0 && ps.d[1] == 1 && ps.d[2] == 1;
 }
 
-// The padded input row of the channels-as-lanes conv: every column a window reads, the
-// padding before the input included.
-int64_t hwc_row_floats(const kernels::ConvShape& cs) {
-  return std::max(cs.in[2] + cs.pb[2], (cs.out[2] - 1) * cs.s[2] + (cs.k[2] - 1) * cs.d[2] + 1);
+// Input rows (axis 1) or columns (axis 2), padding included, that `out` outputs of cs read.
+int64_t window_span(const kernels::ConvShape& cs, int axis, int64_t out) {
+  return (out - 1) * cs.s[axis] + (cs.k[axis] - 1) * cs.d[axis] + 1;
+}
+
+// The channels-as-lanes pair's geometry (all but the conv's bias and clamp, read at run:
+// a Relu may be fused into the conv after the pool takes it).
+kernels::HwcConv hwc_conv_geometry(const kernels::ConvShape& cs) {
+  kernels::HwcConv g;
+  g.C = cs.C;
+  g.M = cs.M;
+  g.KH = cs.k[1];
+  g.KW = cs.k[2];
+  g.sh = cs.s[1];
+  g.sw = cs.s[2];
+  g.dh = cs.d[1];
+  g.dw = cs.d[2];
+  // A padded input row: every column a window reads, the padding before the input too.
+  g.wp = std::max(cs.in[2] + cs.pb[2], window_span(cs, 2, cs.out[2]));
+  g.OW = cs.out[2];
+  return g;
+}
+kernels::HwcPool hwc_pool_geometry(const kernels::ConvShape& cs, const kernels::ConvShape& ps) {
+  kernels::HwcPool g;
+  g.M = cs.M;
+  g.IH = cs.out[1];
+  g.IW = cs.out[2];
+  g.KH = ps.k[1];
+  g.KW = ps.k[2];
+  g.sh = ps.s[1];
+  g.sw = ps.s[2];
+  g.ph = ps.pb[1];
+  g.pw = ps.pb[2];
+  g.PH = ps.out[1];
+  g.PW = ps.out[2];
+  return g;
 }
 
 }  // namespace
@@ -108,6 +138,7 @@ bool conv_pool_plan(const ConvPacked& conv, const kernels::ConvShape& cs, const 
   p.conv = cs;
   p.pool = ps;
   p.band_rows = band_pool_rows(cs, ps);
+  int64_t hwc_rows = 0;  // the most padded input rows a band of the channels-as-lanes conv reads
   for (int64_t parts = 1; parts <= parts_for(ps, kernels::kConvMaxSlots); ++parts)
     for (int64_t part = 0; part < parts; ++part)
       for_part_bands(p, part, parts, [&](int64_t a, int64_t b) {
@@ -118,6 +149,7 @@ bool conv_pool_plan(const ConvPacked& conv, const kernels::ConvShape& cs, const 
         p.conv_out = std::max(p.conv_out, round_line(cb.M * cb.P()));
         p.conv_scratch = std::max(p.conv_scratch, round_line(conv.rows_scratch_floats(cb)));
         p.pool_scratch = std::max(p.pool_scratch, round_line(kernels::dwconv_slot_floats(pb)));
+        hwc_rows = std::max(hwc_rows, window_span(cs, 1, cb.out[1]));
       });
   if (w && hwc_applies(cs, ps)) {
     // W [M][C][kh][kw] -> [C][kh][kw][M]; the band's padded input (its rows, every column
@@ -128,17 +160,9 @@ bool conv_pool_plan(const ConvPacked& conv, const kernels::ConvShape& cs, const 
     for (int64_t m = 0; m < M; ++m)
       for (int64_t k = 0; k < K; ++k) wt[size_t(k * M + m)] = w[m * K + k];
     p.hwc_w = std::shared_ptr<const float>(wt.release(), kernels::AlignedFree());
-    p.hwc_wp = hwc_row_floats(cs);
-    int64_t rows = 0;
-    for (int64_t parts = 1; parts <= parts_for(ps, kernels::kConvMaxSlots); ++parts)
-      for (int64_t part = 0; part < parts; ++part)
-        for_part_bands(p, part, parts, [&](int64_t a, int64_t b) {
-          kernels::ConvShape pb, cb;
-          int64_t c0 = 0, ih0 = 0;
-          band_shapes(p, a, b, &pb, &cb, &c0, &ih0);
-          rows = std::max(rows, (cb.out[1] - 1) * cs.s[1] + (cs.k[1] - 1) * cs.d[1] + 1);
-        });
-    p.in = round_line(cs.C * rows * p.hwc_wp);
+    p.hwc_conv = hwc_conv_geometry(cs);
+    p.hwc_pool = hwc_pool_geometry(cs, ps);
+    p.in = round_line(cs.C * hwc_rows * p.hwc_conv.wp);
     p.conv_scratch = 0;
     p.pool_scratch = round_line(ps.out[2] * M);
   }
@@ -160,36 +184,13 @@ size_t conv_pool_scratch_bytes(const ConvPoolPlan& plan, int threads) {
 static void conv_pool_run_hwc(const RunContext& ctx, const ConvPacked& conv, const ConvPoolPlan& plan,
                               const float* x, float* y) {
   const kernels::ConvShape& cs = plan.conv;
-  const kernels::ConvShape& ps = plan.pool;
-  const int64_t parts = parts_for(ps, ctx.num_threads());
-  const int64_t PH = ps.out[1], PW = ps.out[2], H = cs.in[1], W = cs.in[2], C = cs.C, M = cs.M;
-  const int64_t wp = plan.hwc_wp, pl = cs.pb[2];
-  kernels::HwcConv g;
-  g.C = C;
-  g.M = M;
-  g.KH = cs.k[1];
-  g.KW = cs.k[2];
-  g.sh = cs.s[1];
-  g.sw = cs.s[2];
-  g.dh = cs.d[1];
-  g.dw = cs.d[2];
-  g.wp = wp;
-  g.OW = cs.out[2];
+  const int64_t parts = parts_for(plan.pool, ctx.num_threads());
+  const int64_t H = cs.in[1], W = cs.in[2], C = cs.C;
+  const int64_t wp = plan.hwc_conv.wp, pl = cs.pb[2];
+  kernels::HwcConv g = plan.hwc_conv;
   g.bias = conv.bias();
   g.lo = conv.clamp_lo();
   g.hi = conv.clamp_hi();
-  kernels::HwcPool pg;
-  pg.M = M;
-  pg.IH = cs.out[1];
-  pg.IW = cs.out[2];
-  pg.KH = ps.k[1];
-  pg.KW = ps.k[2];
-  pg.sh = ps.s[1];
-  pg.sw = ps.s[2];
-  pg.ph = ps.pb[1];
-  pg.pw = ps.pb[2];
-  pg.PH = PH;
-  pg.PW = PW;
   run_in_slots(ctx, cs.N * parts, plan.slot_floats(), "conv + maxpool", [&](int64_t item, float* slot) {
     const int64_t n = item / parts, part = item % parts;
     float* in = slot;
@@ -200,7 +201,7 @@ static void conv_pool_run_hwc(const RunContext& ctx, const ConvPacked& conv, con
       int64_t c0 = 0, ih0 = 0;
       band_shapes(plan, a, b, &pb, &cb, &c0, &ih0);
       // Padded row j of the band: input row c0 * sh - pad + j (zeros off the input).
-      const int64_t rows = (cb.out[1] - 1) * cs.s[1] + (cs.k[1] - 1) * cs.d[1] + 1;
+      const int64_t rows = window_span(cs, 1, cb.out[1]);
       const int64_t first = c0 * cs.s[1] - cs.pb[1];
       kernels::HwcConv gb = g;
       gb.hp = rows;
@@ -217,9 +218,9 @@ static void conv_pool_run_hwc(const RunContext& ctx, const ConvPacked& conv, con
           std::fill(dst + pl + W, dst + wp, 0.0f);
         }
       const bool nan = kernels::conv_hwc_rows(gb, in, plan.hwc_w.get(), 0, cb.out[1], conv_out);
-      kernels::HwcPool band = pg;
+      kernels::HwcPool band = plan.hwc_pool;
       band.row0 = c0;
-      kernels::maxpool_hwc_to_planes(band, conv_out, a, b, y + n * M * PH * PW, pool_tmp, nan);
+      kernels::maxpool_hwc_to_planes(band, conv_out, a, b, y + n * cs.M * band.PH * band.PW, pool_tmp, nan);
     });
   });
 }

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "conv_packed.h"
+#include "kernels/conv_hwc.h"
 
 namespace minnow {
 namespace cpu_dense {
@@ -44,7 +45,8 @@ struct ConvPoolPlan {
   // input is padded into `in`, its conv rows are HWC in `conv_out`, the pool's row of
   // outputs in `pool_scratch`. Null: the conv's own run_rows.
   std::shared_ptr<const float> hwc_w;
-  int64_t hwc_wp = 0;  // padded input row: W + pads, rounded up
+  kernels::HwcConv hwc_conv;  // its geometry (hp per band; bias and clamp from the conv at run)
+  kernels::HwcPool hwc_pool;  // its geometry (row0 per band)
 };
 
 // Whether the pair runs fused (2-D; the conv on its GEMM or direct path, one group; a

@@ -79,27 +79,6 @@ bool ConvHwcRowsImpl(const HwcConv& g, const float* xp, const float* wt, int64_t
   return !hn::AllFalse(d, nan);
 }
 
-// One pool output row's windows, NaN-propagating (a NaN in a window is its output), into
-// tmp [PW][M].
-void PoolRowExact(const HwcPool& g, const float* in, int64_t h0, int64_t h1, float* tmp) {
-  const hn::ScalableTag<float> d;
-  using V = hn::Vec<decltype(d)>;
-  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
-  for (int64_t pw = 0; pw < g.PW; ++pw) {
-    const int64_t w_start = pw * g.sw - g.pw;
-    const int64_t w0 = std::max<int64_t>(w_start, 0), w1 = std::min(w_start + g.KW, g.IW);
-    for (int64_t m = 0; m < g.M; m += L) {
-      V v = hn::Set(d, -std::numeric_limits<float>::infinity());
-      for (int64_t h = h0; h < h1; ++h)
-        for (int64_t w = w0; w < w1; ++w) {
-          const V x = hn::LoadU(d, in + ((h - g.row0) * g.IW + w) * g.M + m);
-          v = hn::IfThenElse(hn::Or(hn::Gt(x, v), hn::IsNaN(x)), x, v);
-        }
-      hn::StoreU(v, d, tmp + pw * g.M + m);
-    }
-  }
-}
-
 // Pool rows [ph0, ph1) from HWC conv rows (row r of `in` = conv row r + g.row0), every
 // channel, into planes y[m][ph][pw] of PH x PW. Per output row and vector of channels,
 // the windows' columns' maxima over the window rows, the last column's kept for the next
@@ -132,7 +111,6 @@ void MaxPoolHwcImpl(const HwcPool& g, const float* in, int64_t ph0, int64_t ph1,
           } else {
             const float* c = r0 + w * g.M + m;
             col = hn::LoadU(d, c);
-            if (nan) col = max2(ninf, col);
             for (int64_t h = 1; h < rows; ++h) col = max2(col, hn::LoadU(d, c + h * rs));
           }
           v = max2(v, col);
