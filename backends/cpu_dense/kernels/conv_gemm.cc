@@ -20,7 +20,8 @@ namespace {
 // AVX2) in L2 while the micro-kernel sweeps it.
 constexpr int64_t kMaxKC = 256;
 constexpr int64_t kPanelsPerBlock = 8;  // NC = 8 * NR
-constexpr int64_t kDeepMaxKC = 1024, kDeepKcBBytes = 256 * 1024;  // plan_conv, AVX2
+constexpr int64_t kDeepMaxKC = 1024, kDeepKcBBytes = 256 * 1024;  // plan_conv: AVX2, small maps on AVX-512
+constexpr int64_t kDeepMaxPanels = 2;  // plan_conv, AVX-512: deep K blocks on maps this small
 constexpr int64_t kMcPanels = 16;       // MC = 16 * 6 rows of W per L2 block
 constexpr int64_t kRowsOuterMaxBytes = 64 * 1024;      // B blocks this small: row panels outer
 constexpr int64_t kStreamedWBytes = int64_t(4) << 20;  // plan_time: W re-read per column block
@@ -219,11 +220,26 @@ ConvPlan plan_conv(const ConvShape& s, int threads, bool input_by_channels) {
   // layer, 15 alternating runs: KC 512, 1x1 512 -> 1024 at 14x14 0.84x the time,
   // 512 -> 2048 at 7x7 0.83x, 320 -> 1280 at 7x7 0.91x, 960 -> 320 at 7x7 0.92-0.95x,
   // 3x3 128 at 28x28 0.95x, others unchanged; KC 1024, 1x1 1024 -> 256 at 14x14 0.91x.
+  //
+  // With 32-wide panels (AVX-512) only on maps of at most kDeepMaxPanels panels (7x7: a
+  // C of 100 KB at 512 rows, 18 k-blocks of 256 for resnet's 3x3 512). On several threads
+  // (either width) no fewer k-blocks than workers (at most one per 256 rows of K), as a B
+  // the row chunks share is built one k-block per task (conv_gemm_build_b): built as one
+  // block on one worker, resnet50's 1x1 stride-2 1024 -> 2048 at 7x7 took 1.3x the time
+  // at 2 threads. Zen 5, in-process A/B against KC 256 (bench/inproc_ab, 20 blocks of 10 runs,
+  // 1 / 2 threads): resnet18 0.984x / 0.966x the time (its 7x7 3x3 layers 0.94-0.96x /
+  // 0.89x), resnet50 0.993x / 0.990x (7x7 layers 0.94-0.97x / 0.94-0.96x), mobilenet_v2
+  // 0.992x / 0.994x (320 -> 1280 and 960 -> 320 at 7x7 0.88-0.90x / 0.93x); one 3x3 512
+  // at 7x7 alone: KC 512-1536 0.93-0.94x, 256 against one k-block of 4608 0.97x. On
+  // larger maps the deeper blocks lost: resnet50's 3x3 stride-2 256 at 14x14 1.03x.
   const int64_t block_cols = std::min(P, kPanelsPerBlock * nr);
+  const bool deep = nr == 16 || (nr >= 32 && P <= kDeepMaxPanels * nr);
   const int64_t max_kc =
-      nr != 16 ? kMaxKC
-               : std::max(kMaxKC, std::min(kDeepMaxKC, kDeepKcBBytes / (block_cols * int64_t(sizeof(float)))));
+      !deep ? kMaxKC
+            : std::max(kMaxKC, std::min(kDeepMaxKC, kDeepKcBBytes / (block_cols * int64_t(sizeof(float)))));
   int64_t kchunks = (K + max_kc - 1) / max_kc;
+  if (deep && threads > 1)
+    kchunks = std::max<int64_t>(kchunks, std::min<int64_t>(threads, (K + kMaxKC - 1) / kMaxKC));
   // Pointwise convs with at most 32 output channels on AVX2 whose rows do not spread over
   // L1 (112x112 and 56x56 maps): K blocks small enough that they do (4 rows a set), so B
   // is read from X in place (conv_gemm_task) instead of copied; each extra k-block
@@ -354,14 +370,19 @@ ConvPlan plan_conv(const ConvShape& s, int threads, bool input_by_channels) {
 int64_t conv_shared_b_floats(const ConvShape& s) {
   // A plan shares B only with one column block holding every pixel, which several workers
   // get only from the split search (blocks of at most kPanelsPerBlock panels), one image,
-  // a B to build and more than one row panel. Its size depends on kc and dot_cols alone,
-  // which no thread count changes: the one-thread plan's.
+  // a B to build and more than one row panel. Its size depends on kc and dot_cols alone;
+  // kc on the thread count where deep k-blocks are split for the workers (plan_conv): the
+  // most over the counts.
   const int64_t nr = gemm_nr();
   if (s.N * s.group != 1 || (s.pointwise() && !rows_share_b(s)) || s.P() > kPanelsPerBlock * nr || s.Mg() <= kGemmMR)
     return 0;
-  ConvPlan p = plan_conv(s, 1);
-  set_shared_b(s, p);
-  return p.shared_b_floats;
+  int64_t most = 0;
+  for (int t = 1; t <= kConvMaxSlots; ++t) {
+    ConvPlan p = plan_conv(s, t);
+    set_shared_b(s, p);
+    most = std::max(most, p.shared_b_floats);
+  }
+  return most;
 }
 
 namespace {

@@ -729,6 +729,44 @@ TEST_CASE("plan_conv splits K for pointwise convs whose X rows share few L1 sets
   CHECK(plan_conv(s, 1).kc == 32);
 }
 
+TEST_CASE("plan_conv takes deep K blocks on small maps, at least one per worker for a shared B") {
+  const int64_t nr = gemm_nr();
+  // 3x3 512 -> 512 at 7x7 (K = 4608, 49 pixels: at most 2 panels at NR 32, as AVX2's
+  // 16-wide panels take deep blocks on every map): blocks of up to 1024 rows while B stays
+  // within 256 KB; NEON / SSE4 (NR 8) keep 256.
+  ConvShape s = shape_of({1, 512, 512, 1, {1, 7, 7}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}});
+  const ConvPlan one = plan_conv(s, 1);
+  if (nr >= 16) {
+    CHECK(one.kc > 256);
+    CHECK(one.kc <= 1024);
+    CHECK(one.kc * s.P() * int64_t(sizeof(float)) <= 256 * 1024);
+  } else {
+    CHECK(one.kc == 256);
+  }
+  // 1x1 stride 2, 1024 -> 2048 to 7x7: one k-block on one thread at NR 16 and 32; on
+  // several, the row chunks share B, and it comes in as many k-blocks as workers (at most
+  // one per 256 rows) so that all of them build it.
+  s = shape_of({1, 1024, 2048, 1, {1, 13, 13}, {1, 1, 1}, {1, 2, 2}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}});
+  REQUIRE(s.P() == 49);
+  if (nr >= 16) CHECK(plan_conv(s, 1).kc == 1024);
+  int shared = 0;
+  for (int threads : {2, 3, 4, 8}) {
+    ConvPlan p = plan_conv(s, threads);
+    CHECK(p.kc * std::min<int64_t>(threads, 4) <= 1024 + 256);
+    if (p.m_chunks > 1 && p.col_blocks == 1) {
+      CHECK(p.shared_b_floats > 0);
+      CHECK(p.k_blocks >= std::min(threads, 4));
+      CHECK(conv_shared_b_floats(s) >= p.shared_b_floats);
+      ++shared;
+    }
+  }
+  CHECK(shared > 0);
+  // Larger maps keep 256 with 32-wide panels (the 3x3 stride-2 256 at 14x14 lost with more).
+  s = shape_of({1, 256, 256, 1, {1, 27, 27}, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}});
+  REQUIRE(s.P() == 196);
+  if (nr >= 32) CHECK(plan_conv(s, 1).kc <= 256);
+}
+
 TEST_CASE("plan_conv shares B between row chunks for 1x1 convs with a large W on small maps") {
   const int64_t nr = gemm_nr();
   // 2 NR < P <= 8 NR at every NR (NR 32, 16, 8: 196, 100, 49 pixels)
