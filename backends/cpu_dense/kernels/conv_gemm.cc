@@ -71,6 +71,12 @@ bool rows_spread(int64_t P, int64_t kc, int64_t per_set = kSpreadRowsPerSet) {
 // 32-wide strips read in place (AVX-512) while their rows fill at most the 12 ways of a
 // 48 KB L1 (Ice Lake on, Zen 5) in the sets they fall on.
 constexpr int64_t kInPlaceWideRowsPerSet = 12;
+// Whether a pointwise conv with NR-wide strips reads B from X in place whatever its rows of
+// W (gemm_task): 32-wide strips (AVX-512) of rows that start on cache lines and spread
+// over L1 (28x28 maps: 3136 bytes, 49 lines apart).
+bool wide_rows_in_place(int64_t P, int64_t kc, int64_t nr) {
+  return nr >= 32 && P * int64_t(sizeof(float)) % 64 == 0 && rows_spread(P, kc, kInPlaceWideRowsPerSet);
+}
 
 }  // namespace
 
@@ -147,12 +153,14 @@ double plan_time(const ConvShape& s, int64_t nc, int64_t panels_per_chunk, int t
 // (mobilenet_v2's 64 -> 384 and 96 -> 576 at 14x14: the model 1.055x, B rebuilt per
 // column is cheap there), nor 7x7 maps (1x1 2048 -> 512: 1.07x; plan_time already
 // splits those in row chunks, each copying its own small B), nor the 3x3 stride-2 layer
-// at 14x14 (1.07x).
+// at 14x14 (1.07x), nor where the tiles read B from X in place (wide_rows_in_place; at
+// most KC rows a k-block on these maps).
 constexpr int64_t kRowsShareBMinWBytes = 512 * 1024;
 bool rows_share_b(const ConvShape& s) {
   const int64_t nr = gemm_nr();
   return s.taps() == 1 && s.N * s.group == 1 && s.P() > 2 * nr && s.P() <= kPanelsPerBlock * nr &&
-         s.Mg() > kInPlaceBMaxRows && s.Mg() * s.K() * int64_t(sizeof(float)) >= kRowsShareBMinWBytes;
+         s.Mg() > kInPlaceBMaxRows && s.Mg() * s.K() * int64_t(sizeof(float)) >= kRowsShareBMinWBytes &&
+         !(s.pointwise() && wide_rows_in_place(s.P(), std::min(s.K(), kMaxKC), nr));
 }
 
 constexpr int64_t kHalfTailMaxPanels = 16;  // plan_conv: half-panel tails on maps this small
@@ -467,7 +475,14 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
     // strips too, rows that put more than 12 lines in an L1 set are copied (resnet50's 256
     // -> 64 at 56x56: 16 a set; Xeon, per-node medians of 3 alternating runs, 0.90-0.93x
     // the time), fewer stay in place (mobilenet_v2's 144 -> 24 at 56x56, 9 a set).
-    const bool b_in_place = direct && Mg <= kInPlaceBMaxRows && rows_spread(P, kc, nr >= 32 ? kInPlaceWideRowsPerSet : kSpreadRowsPerSet);
+    // Where those rows also start on cache lines (wide_rows_in_place), more than 96 rows
+    // of W read them in place too: the strips are read whole lines at a time, and copying
+    // B was a pass of its own over X. Zen 5, in-process A/B (bench/inproc_ab, 20 blocks of
+    // 10 runs, 1 / 2 threads, two runs each): resnet50's 512 -> 128 at 28x28 0.93-0.94x /
+    // 0.88-0.90x the time, 128 -> 512 unchanged / 0.86-0.89x, 512 -> 256 0.96x / 0.94x; the
+    // model 0.995x / 0.983-0.989x; mobilenet_v2 and resnet18 (no such layers) unchanged.
+    const bool b_in_place = direct && (Mg <= kInPlaceBMaxRows || wide_rows_in_place(P, kc, nr)) &&
+                            rows_spread(P, kc, nr >= 32 ? kInPlaceWideRowsPerSet : kSpreadRowsPerSet);
     const int64_t whole_cols = cols / nr * nr;  // in place: the panels of NR whole columns
     if (!build) {
       // Built by conv_gemm_build_b.

@@ -399,6 +399,10 @@ TEST_CASE("GEMM convolution matches the reference") {
       {1, 300, 110, 1, {1, 7, 7}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       {1, 1100, 9, 1, {1, 5, 5}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       {1, 40, 13, 1, {1, 1, 13}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      // X's rows on cache lines and spread over L1 (7x16: 448 bytes; 28x28: 3136) with
+      // more than 96 rows of W: read in place with 32-wide strips, the half panel copied
+      {1, 300, 110, 1, {1, 7, 16}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      {1, 200, 130, 1, {1, 28, 28}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       // a B block over 64 KB (W blocks of 16 row panels, not one panel at a time), M over
       // one such block, two k-blocks, a dot tail at NR = 16 and 32
       {1, 260, 100, 1, {1, 12, 11}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
@@ -438,6 +442,8 @@ TEST_CASE("GEMM convolution matches the reference") {
       {1, 1200, 110, 1, {1, 14, 14}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       {1, 1200, 110, 1, {1, 7, 8}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       {1, 1200, 110, 1, {1, 27, 27}, {1, 1, 1}, {1, 2, 2}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      // 12x12: rows on cache lines, read in place with 32-wide strips (no shared B there)
+      {1, 110, 1200, 1, {1, 12, 12}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
   };
   for (const ConvCase& c : large_w) check_conv(rng, c, false, true, 2);
   CHECK(shared_b_cases > 0);  // small maps on several threads share B (3x3 at 7x7, 5x5, ...)
