@@ -403,6 +403,8 @@ TEST_CASE("GEMM convolution matches the reference") {
       // more than 96 rows of W: read in place with 32-wide strips, the half panel copied
       {1, 300, 110, 1, {1, 7, 16}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       {1, 200, 130, 1, {1, 28, 28}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
+      // rows on cache lines in 16 L1 sets (56x56): K blocks of at most 12 rows a set
+      {1, 260, 70, 1, {1, 56, 56}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
       // a B block over 64 KB (W blocks of 16 row panels, not one panel at a time), M over
       // one such block, two k-blocks, a dot tail at NR = 16 and 32
       {1, 260, 100, 1, {1, 12, 11}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}},
@@ -733,6 +735,16 @@ TEST_CASE("plan_conv splits K for pointwise convs whose X rows share few L1 sets
   CHECK(plan_conv(s, 1).kc == 32);
   s.in[1] = s.out[1] = s.in[2] = s.out[2] = 55;  // rows start mid-line: spread
   CHECK(plan_conv(s, 1).kc == 32);
+  // 32-wide strips (AVX-512): 256 -> 64 and 256 -> 128 at 56x56 (16 sets) in blocks of at
+  // most 12 rows a set, read in place; at 55x55 (rows mid-line) one block of 256.
+  for (int64_t M : {64, 128}) {
+    s.C = 256;
+    s.M = M;
+    s.in[1] = s.out[1] = s.in[2] = s.out[2] = 56;
+    if (nr >= 32) CHECK(plan_conv(s, 1).kc == 128);
+    s.in[1] = s.out[1] = s.in[2] = s.out[2] = 55;
+    if (nr >= 32) CHECK(plan_conv(s, 1).kc == 256);
+  }
 }
 
 TEST_CASE("plan_conv takes deep K blocks on small maps, at least one per worker for a shared B") {
