@@ -12,7 +12,9 @@
 //
 // ENV_A / ENV_B: space-separated NAME=VALUE assignments, each set while its side is
 // prepared, its session created and its runs timed, and unset otherwise (so a setting read
-// at prepare time, at session creation or at run time takes effect). Inputs are random
+// at prepare time, at session creation or at run time takes effect; a switch must read
+// the environment each time, not once into a `static`, or both sides run whichever
+// setting was read first). Inputs are random
 // floats in [-1, 1] of the model's declared shapes. Prints each side's median of the block
 // medians and the median (and quartiles) of the per-block ratios B / A.
 //
