@@ -48,10 +48,6 @@ inline void prefetch_tile_rows(const float* a, int64_t ld, int rows, int cols, b
   }
 }
 
-// Pointwise convs with at most this many output channels read their B panels from X in
-// place (gemm_task's measurements); more copy them.
-constexpr int64_t kInPlaceBMaxRows = 96;
-
 // The next row panel of W prefetched through the tile's K loop (Tile::pf) from this many
 // k on; shorter rows (four lines at K = 64) are prefetched before the tile.
 constexpr int64_t kPrefetchInTileMinK = 128;
@@ -71,11 +67,21 @@ bool rows_spread(int64_t P, int64_t kc, int64_t per_set = kSpreadRowsPerSet) {
 // 32-wide strips read in place (AVX-512) while their rows fill at most the 12 ways of a
 // 48 KB L1 (Ice Lake on, Zen 5) in the sets they fall on.
 constexpr int64_t kInPlaceWideRowsPerSet = 12;
-// Whether a pointwise conv with NR-wide strips reads B from X in place whatever its rows of
-// W (gemm_task): 32-wide strips (AVX-512) of rows that start on cache lines and spread
-// over L1 (28x28 maps: 3136 bytes, 49 lines apart).
-bool wide_rows_in_place(int64_t P, int64_t kc, int64_t nr) {
-  return nr >= 32 && P * int64_t(sizeof(float)) % 64 == 0 && rows_spread(P, kc, kInPlaceWideRowsPerSet);
+
+// Pointwise convs with at most this many output channels read their B panels from X in
+// place (gemm_task's measurements); more copy them, unless in_place_rows_of_w allows it.
+constexpr int64_t kInPlaceBMaxRows = 96;
+
+// Whether a pointwise conv's tiles may read B from X in place, where X's rows spread over
+// L1: up to kInPlaceBMaxRows rows of W, or with 32-wide strips (AVX-512) any number where
+// X's rows start on cache lines (28x28 maps: 3136 bytes, 49 lines apart).
+bool in_place_rows_of_w(int64_t Mg, int64_t P, int64_t nr) {
+  return Mg <= kInPlaceBMaxRows || (nr >= 32 && P * int64_t(sizeof(float)) % 64 == 0);
+}
+// Whether gemm_task reads a pointwise conv's B from X in place with k-blocks of kc rows.
+bool reads_b_in_place(const ConvShape& s, int64_t kc, int64_t nr) {
+  return s.pointwise() && in_place_rows_of_w(s.Mg(), s.P(), nr) &&
+         rows_spread(s.P(), kc, nr >= 32 ? kInPlaceWideRowsPerSet : kSpreadRowsPerSet);
 }
 
 }  // namespace
@@ -153,14 +159,14 @@ double plan_time(const ConvShape& s, int64_t nc, int64_t panels_per_chunk, int t
 // (mobilenet_v2's 64 -> 384 and 96 -> 576 at 14x14: the model 1.055x, B rebuilt per
 // column is cheap there), nor 7x7 maps (1x1 2048 -> 512: 1.07x; plan_time already
 // splits those in row chunks, each copying its own small B), nor the 3x3 stride-2 layer
-// at 14x14 (1.07x), nor where the tiles read B from X in place (wide_rows_in_place; at
+// at 14x14 (1.07x), nor where the tiles read B from X in place (reads_b_in_place; at
 // most KC rows a k-block on these maps).
 constexpr int64_t kRowsShareBMinWBytes = 512 * 1024;
 bool rows_share_b(const ConvShape& s) {
   const int64_t nr = gemm_nr();
   return s.taps() == 1 && s.N * s.group == 1 && s.P() > 2 * nr && s.P() <= kPanelsPerBlock * nr &&
          s.Mg() > kInPlaceBMaxRows && s.Mg() * s.K() * int64_t(sizeof(float)) >= kRowsShareBMinWBytes &&
-         !(s.pointwise() && wide_rows_in_place(s.P(), std::min(s.K(), kMaxKC), nr));
+         !reads_b_in_place(s, std::min(s.K(), kMaxKC), nr);
 }
 
 constexpr int64_t kHalfTailMaxPanels = 16;  // plan_conv: half-panel tails on maps this small
@@ -278,8 +284,7 @@ ConvPlan plan_conv(const ConvShape& s, int threads, bool input_by_channels) {
   // A/B (bench/inproc_ab, 20 blocks of 10 runs, 1 / 2 threads, two runs each): resnet50's
   // 256 -> 64 at 56x56 0.87-0.90x / 0.86-0.88x the time, 256 -> 128 0.93-0.95x; the model
   // 0.993x / 0.991-0.996x; mobilenet_v2 (no such layers) unchanged.
-  if (nr >= 32 && s.pointwise() && !tall &&
-      (s.Mg() <= kInPlaceBMaxRows || P * int64_t(sizeof(float)) % 64 == 0)) {
+  if (nr >= 32 && s.pointwise() && !tall && in_place_rows_of_w(s.Mg(), P, nr)) {
     const int64_t wide_kc = kInPlaceWideRowsPerSet * l1_sets_of_rows(P);
     kchunks = std::max(kchunks, (K + wide_kc - 1) / wide_kc);
   }
@@ -487,14 +492,13 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
     // strips too, rows that put more than 12 lines in an L1 set are copied (resnet50's 256
     // -> 64 at 56x56: 16 a set; Xeon, per-node medians of 3 alternating runs, 0.90-0.93x
     // the time), fewer stay in place (mobilenet_v2's 144 -> 24 at 56x56, 9 a set).
-    // Where those rows also start on cache lines (wide_rows_in_place), more than 96 rows
+    // Where those rows also start on cache lines (in_place_rows_of_w), more than 96 rows
     // of W read them in place too: the strips are read whole lines at a time, and copying
     // B was a pass of its own over X. Zen 5, in-process A/B (bench/inproc_ab, 20 blocks of
     // 10 runs, 1 / 2 threads, two runs each): resnet50's 512 -> 128 at 28x28 0.93-0.94x /
     // 0.88-0.90x the time, 128 -> 512 unchanged / 0.86-0.89x, 512 -> 256 0.96x / 0.94x; the
     // model 0.995x / 0.983-0.989x; mobilenet_v2 and resnet18 (no such layers) unchanged.
-    const bool b_in_place = direct && (Mg <= kInPlaceBMaxRows || wide_rows_in_place(P, kc, nr)) &&
-                            rows_spread(P, kc, nr >= 32 ? kInPlaceWideRowsPerSet : kSpreadRowsPerSet);
+    const bool b_in_place = reads_b_in_place(s, kc, nr);
     const int64_t whole_cols = cols / nr * nr;  // in place: the panels of NR whole columns
     if (!build) {
       // Built by conv_gemm_build_b.

@@ -113,10 +113,12 @@ constexpr int64_t kSubsamplePrefetchChannels = 2;
 void subsample_block(const ConvShape& s, const float* xg, const int32_t* tab, int64_t k0,
                      int64_t kc, int64_t cols, int64_t nr, float* dst) {
   const int64_t pin = s.Pin();
+  const int64_t line_outputs = std::max<int64_t>(1, 16 / s.s[2]);  // outputs a row's line feeds
   for (int64_t kk = 0; kk < kc; ++kk) {
     const float* xc = xg + (k0 + kk) * pin;
-    if (kk + kSubsamplePrefetchChannels < kc)  // a line every 8 outputs (16 floats at stride 2)
-      for (int64_t j = 0; j < cols; j += 8) __builtin_prefetch(xc + kSubsamplePrefetchChannels * pin + tab[j], 0, 3);
+    if (kk + kSubsamplePrefetchChannels < kc)  // a line (16 floats) every line_outputs outputs
+      for (int64_t j = 0; j < cols; j += line_outputs)
+        __builtin_prefetch(xc + kSubsamplePrefetchChannels * pin + tab[j], 0, 3);
     for (int64_t jq = 0; jq < cols; jq += nr) {
       float* o = dst + jq * kc + kk * nr;
       const int32_t* t = tab + jq;
