@@ -4,9 +4,8 @@
 #
 #   bench/ab.sh [-t THREADS] [-r ROUNDS] [-s SECONDS] BIN_A ENV_A BIN_B ENV_B MODEL[:INPUT.npy]...
 #
-# ENV_A / ENV_B are `env` assignments ("" for none), e.g. to compare the run team with one
-# tbb::parallel_for per call in the same binary:
-#   bench/ab.sh -t 2 build/bin/minnow "" build/bin/minnow MINNOW_TBB_PF=1 m.minnow:in.npy
+# ENV_A / ENV_B are `env` assignments ("" for none), e.g. to compare two builds at 2 threads:
+#   bench/ab.sh -t 2 /tmp/base/bin/minnow "" build/bin/minnow "" m.minnow:in.npy
 # A model without an input runs on random data. Prints each side's median of the round
 # medians and the median of the per-round ratios A/B.
 set -euo pipefail

@@ -29,8 +29,11 @@ static int64_t row_panels(const kernels::ConvShape& s) { return (s.M + kernels::
 static int64_t winograd_parts(const kernels::ConvShape& s, int64_t threads) {
   return std::min<int64_t>(row_panels(s), threads);
 }
+// The parts' row panels come from RunContext::parallel_parts, sized by the threads' speeds:
+// a part holds at most max_part_items of them.
 static int64_t winograd_part_floats(const kernels::ConvShape& s, const kernels::WinogradPlan& p, int64_t parts) {
-  const int64_t rows = std::min(s.M, (row_panels(s) + parts - 1) / parts * kernels::kGemmMR);
+  const int64_t most = int64_t(RunContext::max_part_items(size_t(row_panels(s)), 1, size_t(parts)));
+  const int64_t rows = std::min(s.M, most * kernels::kGemmMR);
   return p.pad_floats + p.in_floats + kernels::winograd_rows_m_floats(p, rows);
 }
 
@@ -483,18 +486,18 @@ void ConvPacked::run_winograd(const RunContext& ctx, const kernels::ConvShape& s
         // still held it: on two vCPUs in different core complexes (Zen 5) the parallel
         // input phase of a 256-channel 14x14 layer took ~110 us of wall time where one
         // thread does it in ~55.
+        // Row panels in parts sized by the threads' speeds (each part's transform is a
+        // fixed cost: two parts cannot be evened out by stealing).
         const SlotLayout layout(threads, mparts, part_floats, floats);
-        ctx.parallel_for(size_t(mparts), 1, [&](size_t a, size_t b) {
-          for (size_t j = a; j < b; ++j) {
-            float* xpj = layout.at(static_cast<float*>(ctx.scratch()), int64_t(j));
-            float* in = xpj + p.pad_floats;
-            float* m = in + p.in_floats;
-            kernels::winograd_pad_input(s, p, xn, 0, s.C, xpj);
-            kernels::winograd_block_input(s, p, 0, xpj, in, 0, s.C);
-            const int64_t m0 = std::min(s.M, panels * int64_t(j) / mparts * kernels::kGemmMR);
-            const int64_t m1 = std::min(s.M, panels * int64_t(j + 1) / mparts * kernels::kGemmMR);
-            kernels::winograd_block_rows(s, winograd_, p, 0, yn, in, m, lo, hi, rn, m0, m1, true);
-          }
+        ctx.parallel_parts(size_t(panels), 1, size_t(mparts), [&](size_t j, size_t a, size_t b) {
+          float* xpj = layout.at(static_cast<float*>(ctx.scratch()), int64_t(j));
+          float* in = xpj + p.pad_floats;
+          float* m = in + p.in_floats;
+          kernels::winograd_pad_input(s, p, xn, 0, s.C, xpj);
+          kernels::winograd_block_input(s, p, 0, xpj, in, 0, s.C);
+          const int64_t m0 = std::min(s.M, int64_t(a) * kernels::kGemmMR);
+          const int64_t m1 = std::min(s.M, int64_t(b) * kernels::kGemmMR);
+          kernels::winograd_block_rows(s, winograd_, p, 0, yn, in, m, lo, hi, rn, m0, m1, true);
         });
         continue;
       }
@@ -506,9 +509,9 @@ void ConvPacked::run_winograd(const RunContext& ctx, const kernels::ConvShape& s
         kernels::winograd_pad_input(s, p, xn, c0, c1, xp);
         kernels::winograd_block_input(s, p, 0, xp, slot, c0, c1);
       });
-      ctx.parallel_for(size_t(mparts), 1, [&](size_t a, size_t b) {
-        const int64_t m0 = std::min(s.M, panels * int64_t(a) / mparts * kernels::kGemmMR);
-        const int64_t m1 = std::min(s.M, panels * int64_t(b) / mparts * kernels::kGemmMR);
+      ctx.parallel_parts(size_t(panels), 1, size_t(mparts), [&](size_t, size_t a, size_t b) {
+        const int64_t m0 = std::min(s.M, int64_t(a) * kernels::kGemmMR);
+        const int64_t m1 = std::min(s.M, int64_t(b) * kernels::kGemmMR);
         kernels::winograd_block_rows(s, winograd_, p, 0, yn, slot, slot + p.in_floats, lo, hi, rn, m0, m1);
       });
       continue;

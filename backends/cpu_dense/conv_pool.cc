@@ -74,11 +74,9 @@ void band_shapes(const ConvPoolPlan& p, int64_t a, int64_t b, kernels::ConvShape
   *conv = row_band(p.conv, *c0, *c0 + pool->in[1], ih0);
 }
 
-// fn(a, b) for the bands [a, b) of part `part` of `parts` of the pool's rows.
-template <class F>
-void for_part_bands(const ConvPoolPlan& p, int64_t part, int64_t parts, F fn) {
-  const int64_t PH = p.pool.out[1];
-  for_bands(PH * part / parts, PH * (part + 1) / parts, p.band_rows, fn);
+// Parts of the pool's rows per image on `threads` threads, each with a slot of its own.
+int64_t slotted_parts(const ConvPoolPlan& p, int threads) {
+  return run_slots(threads, parts_for(p.pool, threads), p.slot_floats());
 }
 
 // First convs with the output channels as lanes (kernels/conv_hwc.h): 1-4 input channels,
@@ -139,18 +137,20 @@ bool conv_pool_plan(const ConvPacked& conv, const kernels::ConvShape& cs, const 
   p.pool = ps;
   p.band_rows = band_pool_rows(cs, ps);
   int64_t hwc_rows = 0;  // the most padded input rows a band of the channels-as-lanes conv reads
-  for (int64_t parts = 1; parts <= parts_for(ps, kernels::kConvMaxSlots); ++parts)
-    for (int64_t part = 0; part < parts; ++part)
-      for_part_bands(p, part, parts, [&](int64_t a, int64_t b) {
-        kernels::ConvShape pb, cb;
-        int64_t c0 = 0, ih0 = 0;
-        band_shapes(p, a, b, &pb, &cb, &c0, &ih0);
-        p.in = std::max(p.in, round_line(cb.C * cb.Pin()));
-        p.conv_out = std::max(p.conv_out, round_line(cb.M * cb.P()));
-        p.conv_scratch = std::max(p.conv_scratch, round_line(conv.rows_scratch_floats(cb)));
-        p.pool_scratch = std::max(p.pool_scratch, round_line(kernels::dwconv_slot_floats(pb)));
-        hwc_rows = std::max(hwc_rows, window_span(cs, 1, cb.out[1]));
-      });
+  // The parts' rows come from RunContext::parallel_parts (sized by the threads' speeds),
+  // so a band may be any run of up to band_rows pool rows: the slot holds the largest
+  // band at every start row (a band's rows only grow with its end).
+  const int64_t PH = ps.out[1];
+  for (int64_t a = 0; a < PH; ++a) {
+    kernels::ConvShape pb, cb;
+    int64_t c0 = 0, ih0 = 0;
+    band_shapes(p, a, std::min(PH, a + p.band_rows), &pb, &cb, &c0, &ih0);
+    p.in = std::max(p.in, round_line(cb.C * cb.Pin()));
+    p.conv_out = std::max(p.conv_out, round_line(cb.M * cb.P()));
+    p.conv_scratch = std::max(p.conv_scratch, round_line(conv.rows_scratch_floats(cb)));
+    p.pool_scratch = std::max(p.pool_scratch, round_line(kernels::dwconv_slot_floats(pb)));
+    hwc_rows = std::max(hwc_rows, window_span(cs, 1, cb.out[1]));
+  }
   if (w && hwc_applies(cs, ps)) {
     // W [M][C][kh][kw] -> [C][kh][kw][M]; the band's padded input (its rows, every column
     // a window reads), its conv rows (pixel-major, as many floats as planes), a row of
@@ -171,12 +171,30 @@ bool conv_pool_plan(const ConvPacked& conv, const kernels::ConvShape& cs, const 
 }
 
 size_t conv_pool_scratch_bytes(const ConvPoolPlan& plan, int threads) {
-  const int64_t N = plan.conv.N;
-  if (threads > 0) return run_in_slots_bytes(threads, N * parts_for(plan.pool, threads), plan.slot_floats());
+  // One image at a time, each part of its rows in a slot of its own (conv_pool_run).
+  if (threads > 0) return size_t(SlotLayout::floats_for(threads, slotted_parts(plan, threads), plan.slot_floats())) * sizeof(float);
   size_t most = 0;  // any count: the most any number of parts asks
   for (int64_t parts = 1; parts <= parts_for(plan.pool, kernels::kConvMaxSlots); ++parts)
-    most = std::max(most, run_in_slots_bytes(0, N * parts, plan.slot_floats()));
+    most = std::max(most, run_in_slots_bytes(0, parts, plan.slot_floats()));
   return most;
+}
+
+// fn(a, b, slot) for each band [a, b) of the pool's rows of each image, image by image,
+// the rows in parts sized by the threads' speeds (RunContext::parallel_parts), each part
+// with a slot of its own laid out by thread (SlotLayout).
+template <class F>
+static void for_each_band(const RunContext& ctx, const ConvPoolPlan& plan, F fn) {
+  const int64_t parts = slotted_parts(plan, ctx.num_threads());
+  const int64_t floats = int64_t(ctx.scratch_size() / sizeof(float));
+  if (floats < SlotLayout::floats_for(ctx.num_threads(), parts, plan.slot_floats()) &&
+      floats < parts * plan.slot_floats())
+    throw PluginError("conv + maxpool: scratch too small");
+  const SlotLayout layout(ctx.num_threads(), parts, plan.slot_floats(), floats);
+  for (int64_t n = 0; n < plan.conv.N; ++n)
+    ctx.parallel_parts(size_t(plan.pool.out[1]), 1, size_t(parts), [&](size_t j, size_t r0, size_t r1) {
+      float* slot = layout.at(static_cast<float*>(ctx.scratch()), int64_t(j));
+      for_bands(int64_t(r0), int64_t(r1), plan.band_rows, [&](int64_t a, int64_t b) { fn(n, a, b, slot); });
+    });
 }
 
 // The channels-as-lanes run (ConvPoolPlan::hwc_w): per band, its input rows zero-padded,
@@ -184,70 +202,62 @@ size_t conv_pool_scratch_bytes(const ConvPoolPlan& plan, int threads) {
 static void conv_pool_run_hwc(const RunContext& ctx, const ConvPacked& conv, const ConvPoolPlan& plan,
                               const float* x, float* y) {
   const kernels::ConvShape& cs = plan.conv;
-  const int64_t parts = parts_for(plan.pool, ctx.num_threads());
   const int64_t H = cs.in[1], W = cs.in[2], C = cs.C;
   const int64_t wp = plan.hwc_conv.wp, pl = cs.pb[2];
   kernels::HwcConv g = plan.hwc_conv;
   g.bias = conv.bias();
   g.lo = conv.clamp_lo();
   g.hi = conv.clamp_hi();
-  run_in_slots(ctx, cs.N * parts, plan.slot_floats(), "conv + maxpool", [&](int64_t item, float* slot) {
-    const int64_t n = item / parts, part = item % parts;
+  for_each_band(ctx, plan, [&](int64_t n, int64_t a, int64_t b, float* slot) {
     float* in = slot;
     float* conv_out = in + plan.in;
     float* pool_tmp = conv_out + plan.conv_out;
-    for_part_bands(plan, part, parts, [&](int64_t a, int64_t b) {
-      kernels::ConvShape pb, cb;
-      int64_t c0 = 0, ih0 = 0;
-      band_shapes(plan, a, b, &pb, &cb, &c0, &ih0);
-      // Padded row j of the band: input row c0 * sh - pad + j (zeros off the input).
-      const int64_t rows = window_span(cs, 1, cb.out[1]);
-      const int64_t first = c0 * cs.s[1] - cs.pb[1];
-      kernels::HwcConv gb = g;
-      gb.hp = rows;
-      for (int64_t c = 0; c < C; ++c)
-        for (int64_t j = 0; j < rows; ++j) {
-          float* dst = in + (c * rows + j) * wp;
-          const int64_t ih = first + j;
-          if (ih < 0 || ih >= H) {
-            std::fill(dst, dst + wp, 0.0f);
-            continue;
-          }
-          std::fill(dst, dst + pl, 0.0f);
-          std::memcpy(dst + pl, x + ((n * C + c) * H + ih) * W, size_t(W) * sizeof(float));
-          std::fill(dst + pl + W, dst + wp, 0.0f);
+    kernels::ConvShape pb, cb;
+    int64_t c0 = 0, ih0 = 0;
+    band_shapes(plan, a, b, &pb, &cb, &c0, &ih0);
+    // Padded row j of the band: input row c0 * sh - pad + j (zeros off the input).
+    const int64_t rows = window_span(cs, 1, cb.out[1]);
+    const int64_t first = c0 * cs.s[1] - cs.pb[1];
+    kernels::HwcConv gb = g;
+    gb.hp = rows;
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t j = 0; j < rows; ++j) {
+        float* dst = in + (c * rows + j) * wp;
+        const int64_t ih = first + j;
+        if (ih < 0 || ih >= H) {
+          std::fill(dst, dst + wp, 0.0f);
+          continue;
         }
-      const bool nan = kernels::conv_hwc_rows(gb, in, plan.hwc_w.get(), 0, cb.out[1], conv_out);
-      kernels::HwcPool band = plan.hwc_pool;
-      band.row0 = c0;
-      kernels::maxpool_hwc_to_planes(band, conv_out, a, b, y + n * cs.M * band.PH * band.PW, pool_tmp, nan);
-    });
+        std::fill(dst, dst + pl, 0.0f);
+        std::memcpy(dst + pl, x + ((n * C + c) * H + ih) * W, size_t(W) * sizeof(float));
+        std::fill(dst + pl + W, dst + wp, 0.0f);
+      }
+    const bool nan = kernels::conv_hwc_rows(gb, in, plan.hwc_w.get(), 0, cb.out[1], conv_out);
+    kernels::HwcPool band = plan.hwc_pool;
+    band.row0 = c0;
+    kernels::maxpool_hwc_to_planes(band, conv_out, a, b, y + n * cs.M * band.PH * band.PW, pool_tmp, nan);
   });
 }
 
 void conv_pool_run(const RunContext& ctx, const ConvPacked& conv, const ConvPoolPlan& plan, const float* x,
                    const float* w_rows, float* y) {
   const kernels::ConvShape& cs = plan.conv;
-  const int64_t parts = parts_for(plan.pool, ctx.num_threads());
   const int64_t PH = plan.pool.out[1], PW = plan.pool.out[2], W = cs.in[2];
   if (plan.hwc_w) return conv_pool_run_hwc(ctx, conv, plan, x, y);
-  run_in_slots(ctx, cs.N * parts, plan.slot_floats(), "conv + maxpool", [&](int64_t item, float* slot) {
-    const int64_t n = item / parts, part = item % parts;
+  for_each_band(ctx, plan, [&](int64_t n, int64_t a, int64_t b, float* slot) {
     float* in = slot;
     float* conv_out = in + plan.in;
     float* conv_scratch = conv_out + plan.conv_out;
     float* pool_scratch = conv_scratch + plan.conv_scratch;
-    for_part_bands(plan, part, parts, [&](int64_t a, int64_t b) {
-      kernels::ConvShape pb, cb;
-      int64_t c0 = 0, ih0 = 0;
-      band_shapes(plan, a, b, &pb, &cb, &c0, &ih0);
-      // The band's input rows, channel by channel (the conv kernels take whole planes).
-      for (int64_t c = 0; c < cs.C; ++c)
-        std::memcpy(in + c * cb.Pin(), x + ((n * cs.C + c) * cs.in[1] + ih0) * W, size_t(cb.Pin()) * sizeof(float));
-      conv.run_rows(cb, in, w_rows, conv_out, conv_scratch, plan.conv_scratch);
-      for (int64_t m = 0; m < cs.M; ++m)
-        kernels::maxpool_plane(pb, 0, conv_out + m * cb.P(), y + ((n * cs.M + m) * PH + a) * PW, pool_scratch);
-    });
+    kernels::ConvShape pb, cb;
+    int64_t c0 = 0, ih0 = 0;
+    band_shapes(plan, a, b, &pb, &cb, &c0, &ih0);
+    // The band's input rows, channel by channel (the conv kernels take whole planes).
+    for (int64_t c = 0; c < cs.C; ++c)
+      std::memcpy(in + c * cb.Pin(), x + ((n * cs.C + c) * cs.in[1] + ih0) * W, size_t(cb.Pin()) * sizeof(float));
+    conv.run_rows(cb, in, w_rows, conv_out, conv_scratch, plan.conv_scratch);
+    for (int64_t m = 0; m < cs.M; ++m)
+      kernels::maxpool_plane(pb, 0, conv_out + m * cb.P(), y + ((n * cs.M + m) * PH + a) * PW, pool_scratch);
   });
 }
 

@@ -6,8 +6,6 @@
 #include "planner.h"
 #include "prepared.h"
 
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <tbb/task_arena.h>
@@ -130,24 +128,25 @@ struct Session::Impl {
 };
 
 namespace {
-bool use_tbb_pf() { static const bool v = getenv("MINNOW_TBB_PF") != nullptr; return v; }
 void parallel_for_on_arena(void* host, size_t n, size_t grain, mn_range_fn fn, void* user) {
   // One thread, or no more work than one chunk: the caller runs it. Any range is a valid
-  // chunk (oneTBB's partitioner hands out ranges larger than the grain too), and a
-  // microsecond layer (a batch-1 fc) would otherwise pay oneTBB's task set-up, ~0.1 us.
+  // chunk, and a microsecond layer (a batch-1 fc) would otherwise pay for waking the team.
   if (n == 0) return;
-  if (n <= std::max<size_t>(grain, 1) || static_cast<const RunHost*>(host)->threads <= 1) {
+  RunTeam* team = static_cast<const RunHost*>(host)->team;
+  if (n <= std::max<size_t>(grain, 1) || static_cast<const RunHost*>(host)->threads <= 1 || !team) {
     fn(user, 0, n);
     return;
   }
-  RunTeam* team = static_cast<const RunHost*>(host)->team;
-  if (team && !use_tbb_pf()) {
-    team->parallel_for(n, grain, fn, user);
-    return;
-  }
-  // Called from inside arena->execute, so the work runs on this session's threads.
-  tbb::parallel_for(tbb::blocked_range<size_t>(0, n, grain),
-                    [&](const tbb::blocked_range<size_t>& r) { fn(user, r.begin(), r.end()); });
+  team->parallel_for(n, grain, fn, user);
+}
+// mn_run_ctx.parallel_parts: through the run's team, which sizes the parts by its threads'
+// speeds; with one thread even parts in order on the caller (RunTeam::parts_inline).
+void parallel_parts_on_arena(void* host, size_t n, size_t grain, size_t parts, mn_part_fn fn, void* user) {
+  const auto* rh = static_cast<const RunHost*>(host);
+  if (rh->team && rh->threads > 1)
+    rh->team->parallel_parts(n, grain, parts, fn, user);
+  else
+    RunTeam::parts_inline(n, grain, parts, fn, user);
 }
 }  // namespace
 
@@ -161,6 +160,7 @@ static mn_run_ctx make_ctx(RunHost* host, int threads, void* scratch, size_t scr
   ctx.scratch = scratch;
   ctx.scratch_size = scratch_size;
   ctx.set_output_dims = &host_set_output_dims;
+  ctx.parallel_parts = &parallel_parts_on_arena;
   return ctx;
 }
 
@@ -729,10 +729,8 @@ Status Session::Impl::run() {
   // (~0.1-0.2 us a run, most of a batch-1 fc layer's).
   if (options.threads <= 1)
     run_steps();
-  else if (!use_tbb_pf())
-    team.run(*arena, options.threads, run_steps);
   else
-    arena->execute(run_steps);
+    team.run(*arena, options.threads, run_steps);
   MINNOW_RETURN_IF_ERROR(result);
   if (has_bounded)
     for (size_t i = 0; i < g.outputs.size(); ++i) output_dims[i] = run_states[g.outputs[i]].dims;

@@ -25,13 +25,14 @@ extern "C" {
 #endif
 
 #define MINNOW_ABI_MAJOR 1
-#define MINNOW_ABI_MINOR 8 /* 1.1: mn_node.attr_strings; 1.2: run-time-sized outputs
+#define MINNOW_ABI_MINOR 9 /* 1.1: mn_node.attr_strings; 1.2: run-time-sized outputs
                               (mn_shape_ctx.set_output_bound, mn_run_ctx.set_output_dims),
                               mn_op_def.value_inputs; 1.3: mn_kernel.fuse_clamp;
                               1.4: mn_kernel.fuse_add; 1.5: MN_INPLACE_ADDEND;
                               1.6: mn_kernel.fuse_producer;
                               1.7: mn_kernel.scratch_bytes_threads;
-                              1.8: mn_kernel.set_producer */
+                              1.8: mn_kernel.set_producer;
+                              1.9: mn_run_ctx.parallel_parts */
 
 #if defined(_WIN32)
 #define MINNOW_PLUGIN_EXPORT __declspec(dllexport)
@@ -178,6 +179,13 @@ typedef struct mn_op_def {
 
 /* ---- Kernels --------------------------------------------------------------------- */
 typedef void (*mn_range_fn)(void* user, size_t begin, size_t end);
+/* One part of a parallel_parts call: items [begin, end) of part `part`. */
+typedef void (*mn_part_fn)(void* user, size_t part, size_t begin, size_t end);
+
+/* parallel_parts never gives a part more than MN_PARTS_MAX_SKEW times its even share of
+ * the items, plus one grain: a part holds at most ceil(MN_PARTS_MAX_SKEW * n / parts)
+ * rounded up to the grain, plus the grain (what a kernel sizes a part's scratch for). */
+#define MN_PARTS_MAX_SKEW 1.5
 
 /* Context of one kernel invocation. Kernels never start threads of their own: they split
  * work with parallel_for, which runs on the session's oneTBB arena. */
@@ -194,6 +202,16 @@ typedef struct mn_run_ctx {
    * stands. Call from the thread that entered run (not inside a parallel_for chunk),
    * before run returns. Check struct_size first. */
   mn_status (*set_output_dims)(void* host, int32_t index, int32_t rank, const int64_t* dims);
+  /* ABI 1.9: fn over [0, n) in `parts` contiguous parts, in order, each split at a multiple
+   * of `grain` (but the last) and run as one call fn(user, j, begin, end); empty parts are
+   * not called. Part j is meant for the thread that parallel_for's static split would give
+   * unit j of `parts`; the host sizes the parts by the speeds it measured for those threads
+   * in earlier calls (a core the host slowed, a little core of big.LITTLE), so a kernel
+   * whose parts each cost the same per item finishes them together. For work that only
+   * splits into a few parts of fixed cost (a private transform, a shared panel) where
+   * parallel_for's stealing of whole units cannot even out a slower thread. The items of
+   * one part must cost about the same wherever they lie. Check struct_size first. */
+  void (*parallel_parts)(void* host, size_t n, size_t grain, size_t parts, mn_part_fn fn, void* user);
 } mn_run_ctx;
 
 /* mn_kernel.inplace_input (1.5): output 0 may live in a fused Add's addend (fuse_add). */

@@ -7,6 +7,7 @@
 
 #include <minnow/plugin.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <atomic>
 #include <cstdio>
@@ -224,6 +225,54 @@ class RunContext {
         },
         &call);
     if (call.error) std::rethrow_exception(call.error);
+  }
+  // fn(part, begin, end) for `parts` contiguous parts of [0, n), each but the last ending
+  // on a multiple of `grain`; empty parts are not called. Where the host sizes parts by its
+  // threads' measured speeds (ABI 1.9, mn_run_ctx.parallel_parts) a part may hold up to
+  // max_part_items; otherwise the parts are even, through parallel_for. For a few parts of
+  // fixed cost each (one per thread): size scratch per part for max_part_items.
+  template <class Fn>
+  void parallel_parts(size_t n, size_t grain, size_t parts, Fn&& fn) const {
+    if (n == 0 || parts == 0) return;
+    grain = grain == 0 ? 1 : grain;
+    struct Call {
+      std::remove_reference_t<Fn>* fn;
+      std::atomic<bool> failed{false};
+      std::mutex mutex;
+      std::exception_ptr error;
+    } call;
+    call.fn = &fn;
+    if (c_->num_threads > 1 && c_->struct_size >= offsetof(mn_run_ctx, parallel_parts) + sizeof(c_->parallel_parts) &&
+        c_->parallel_parts) {
+      c_->parallel_parts(
+          c_->host, n, grain, parts,
+          [](void* u, size_t j, size_t b, size_t e) {
+            auto* c = static_cast<Call*>(u);
+            if (c->failed.load(std::memory_order_relaxed)) return;
+            try {
+              (*c->fn)(j, b, e);
+            } catch (...) {
+              std::lock_guard<std::mutex> lock(c->mutex);
+              if (!c->error) c->error = std::current_exception();
+              c->failed.store(true);
+            }
+          },
+          &call);
+      if (call.error) std::rethrow_exception(call.error);
+      return;
+    }
+    auto bound = [&](size_t j) { return j >= parts ? n : std::min(n, (n * j / parts + grain - 1) / grain * grain); };
+    parallel_for(parts, 1, [&](size_t j0, size_t j1) {
+      for (size_t j = j0; j < j1; ++j)
+        if (bound(j) < bound(j + 1)) fn(j, bound(j), bound(j + 1));
+    });
+  }
+  // The most items parallel_parts gives one part (MN_PARTS_MAX_SKEW).
+  static size_t max_part_items(size_t n, size_t grain, size_t parts) {
+    grain = grain == 0 ? 1 : grain;
+    parts = parts == 0 ? 1 : parts;
+    const size_t skewed = static_cast<size_t>(MN_PARTS_MAX_SKEW * static_cast<double>(n) / static_cast<double>(parts)) + 1;
+    return std::min(n, (skewed + grain - 1) / grain * grain + grain);
   }
 
  private:

@@ -259,6 +259,37 @@ void chunky_parallel_for(void* host, size_t n, size_t /*grain*/, mn_range_fn fn,
 
 void serial_parallel_for(void*, size_t n, size_t, mn_range_fn fn, void* user) { fn(user, 0, n); }
 
+// mn_run_ctx.parallel_parts as skewed as the ABI allows: part `big` holds the most items a
+// part may (RunContext::max_part_items), the others share the rest evenly, each bound but
+// the last on the grain. A kernel must size each part's scratch for that.
+std::vector<size_t> skewed_bounds(size_t n, size_t grain, size_t parts, size_t big) {
+  grain = std::max<size_t>(grain, 1);
+  // In whole grains (the last may be short): part `big` takes the most, the others the
+  // rest evenly.
+  const size_t units = (n + grain - 1) / grain;
+  const size_t most = std::max<size_t>(1, minnow::plugin::RunContext::max_part_items(n, grain, parts) / grain);
+  std::vector<size_t> len(parts, 0);
+  len[big] = std::min(units, most);
+  const size_t rest = units - len[big];
+  for (size_t j = 0, k = 0; j < parts; ++j)
+    if (j != big) {
+      len[j] = rest * (k + 1) / (parts - 1) - rest * k / (parts - 1);
+      ++k;
+    }
+  std::vector<size_t> bounds(parts + 1, 0);
+  for (size_t j = 0; j < parts; ++j) bounds[j + 1] = std::min(n, bounds[j] + len[j] * grain);
+  bounds[parts] = n;
+  return bounds;
+}
+
+// Chunky: the first part skewed, the parts run last first.
+void chunky_parallel_parts(void* host, size_t n, size_t grain, size_t parts, mn_part_fn fn, void* user) {
+  const std::vector<size_t> b = skewed_bounds(n, grain, parts, 0);
+  for (size_t j = parts; j-- > 0;)
+    if (b[j] < b[j + 1]) fn(user, j, b[j], b[j + 1]);
+  static_cast<ChunkyHost*>(host)->chunks += parts;
+}
+
 tbb::task_arena& arena() {
   // As many threads as the machine has (at least 2, so work really is shared).
   static tbb::task_arena a(std::max(2, tbb::this_task_arena::max_concurrency()));
@@ -269,6 +300,17 @@ void tbb_parallel_for(void*, size_t n, size_t grain, mn_range_fn fn, void* user)
   arena().execute([&] {
     tbb::parallel_for(tbb::blocked_range<size_t>(0, n, grain),
                       [&](const tbb::blocked_range<size_t>& r) { fn(user, r.begin(), r.end()); });
+  });
+}
+
+// TBB: the last part skewed, the parts on the arena's threads at once.
+void tbb_parallel_parts(void*, size_t n, size_t grain, size_t parts, mn_part_fn fn, void* user) {
+  const std::vector<size_t> b = skewed_bounds(n, grain, parts, parts - 1);
+  arena().execute([&] {
+    tbb::parallel_for(tbb::blocked_range<size_t>(0, parts, 1), [&](const tbb::blocked_range<size_t>& r) {
+      for (size_t j = r.begin(); j < r.end(); ++j)
+        if (b[j] < b[j + 1]) fn(user, j, b[j], b[j + 1]);
+    });
   });
 }
 
@@ -387,10 +429,12 @@ RunResult run(const FakeNode& node, std::vector<Tensor>& inputs, std::vector<Ten
       case Ctx::kChunky:
         ctx.num_threads = 8;
         ctx.parallel_for = chunky_parallel_for;
+        ctx.parallel_parts = chunky_parallel_parts;
         break;
       case Ctx::kTbb:
         ctx.num_threads = 4;
         ctx.parallel_for = tbb_parallel_for;
+        ctx.parallel_parts = tbb_parallel_parts;
         break;
     }
     const mn_status st = k.run(k.state, &ctx, in.data(), static_cast<int32_t>(in.size()), out.data(),
