@@ -169,6 +169,32 @@ class Node {
   const mn_node* n_;
 };
 
+// A parallel call's function and the first exception any of its chunks threw, kept
+// under a lock (chunks run on several threads) and rethrown by the caller; later chunks
+// are skipped.
+template <class Fn>
+struct GuardedCall {
+  explicit GuardedCall(Fn* f) : fn(f) {}
+  Fn* fn;
+  std::atomic<bool> failed{false};
+  std::mutex mutex;
+  std::exception_ptr error;
+  template <class... Args>
+  void operator()(Args... args) {
+    if (failed.load(std::memory_order_relaxed)) return;
+    try {
+      (*fn)(args...);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!error) error = std::current_exception();
+      failed.store(true);
+    }
+  }
+  void rethrow() const {
+    if (error) std::rethrow_exception(error);
+  }
+};
+
 // Run-time context passed to kernels.
 class RunContext {
  public:
@@ -201,30 +227,11 @@ class RunContext {
       fn(size_t(0), n);
       return;
     }
-    // The first exception thrown by any chunk is kept (under a lock: chunks run on
-    // several threads) and rethrown here; later chunks are skipped.
-    struct Call {
-      std::remove_reference_t<Fn>* fn;
-      std::atomic<bool> failed{false};
-      std::mutex mutex;
-      std::exception_ptr error;
-    } call;
-    call.fn = &fn;
+    GuardedCall<std::remove_reference_t<Fn>> call(&fn);
     c_->parallel_for(
         c_->host, n, grain == 0 ? 1 : grain,
-        [](void* u, size_t b, size_t e) {
-          auto* c = static_cast<Call*>(u);
-          if (c->failed.load(std::memory_order_relaxed)) return;
-          try {
-            (*c->fn)(b, e);
-          } catch (...) {
-            std::lock_guard<std::mutex> lock(c->mutex);
-            if (!c->error) c->error = std::current_exception();
-            c->failed.store(true);
-          }
-        },
-        &call);
-    if (call.error) std::rethrow_exception(call.error);
+        [](void* u, size_t b, size_t e) { (*static_cast<GuardedCall<std::remove_reference_t<Fn>>*>(u))(b, e); }, &call);
+    call.rethrow();
   }
   // fn(part, begin, end) for `parts` contiguous parts of [0, n), each but the last ending
   // on a multiple of `grain`; empty parts are not called. Where the host sizes parts by its
@@ -235,30 +242,16 @@ class RunContext {
   void parallel_parts(size_t n, size_t grain, size_t parts, Fn&& fn) const {
     if (n == 0 || parts == 0) return;
     grain = grain == 0 ? 1 : grain;
-    struct Call {
-      std::remove_reference_t<Fn>* fn;
-      std::atomic<bool> failed{false};
-      std::mutex mutex;
-      std::exception_ptr error;
-    } call;
-    call.fn = &fn;
     if (c_->num_threads > 1 && c_->struct_size >= offsetof(mn_run_ctx, parallel_parts) + sizeof(c_->parallel_parts) &&
         c_->parallel_parts) {
+      GuardedCall<std::remove_reference_t<Fn>> call(&fn);
       c_->parallel_parts(
           c_->host, n, grain, parts,
           [](void* u, size_t j, size_t b, size_t e) {
-            auto* c = static_cast<Call*>(u);
-            if (c->failed.load(std::memory_order_relaxed)) return;
-            try {
-              (*c->fn)(j, b, e);
-            } catch (...) {
-              std::lock_guard<std::mutex> lock(c->mutex);
-              if (!c->error) c->error = std::current_exception();
-              c->failed.store(true);
-            }
+            (*static_cast<GuardedCall<std::remove_reference_t<Fn>>*>(u))(j, b, e);
           },
           &call);
-      if (call.error) std::rethrow_exception(call.error);
+      call.rethrow();
       return;
     }
     auto bound = [&](size_t j) { return j >= parts ? n : std::min(n, (n * j / parts + grain - 1) / grain * grain); };
