@@ -357,6 +357,21 @@ void ConvPacked::run_gemm(const RunContext& ctx, const kernels::ConvShape& s, co
           [&](int64_t kb, float* slot) { kernels::conv_gemm_build_b(s, gemm_, p, kb, x, shared, slot); }, at);
     }
   }
+  if (p.m_chunks > 1 && p.tasks == p.m_chunks && threads > 1) {
+    // Row chunks only (one image, group and column block): one or two a thread, each
+    // with a fixed cost (its B, or its reads of the shared B), so the rows go in parts
+    // sized by the threads' speeds (RunContext::parallel_parts), a slot a part laid out as
+    // run_in_slots lays them out.
+    const int64_t parts = run_slots(threads, p.tasks, p.slot_floats);
+    if (slots_floats < parts * p.slot_floats) throw PluginError("conv: scratch too small");
+    const SlotLayout layout(threads, parts, p.slot_floats, slots_floats);
+    const int64_t panels = (s.Mg() + kernels::kGemmMR - 1) / kernels::kGemmMR;
+    ctx.parallel_parts(size_t(panels), 1, size_t(parts), [&](size_t j, size_t a, size_t b) {
+      kernels::conv_gemm_rows(s, gemm_, w_rows, p, int64_t(a), int64_t(b), x, y,
+                              layout.at(static_cast<float*>(ctx.scratch()), int64_t(j)), lo, hi, addend, shared);
+    });
+    return;
+  }
   run_in_slots(
       ctx, p.tasks, p.slot_floats, "conv",
       [&](int64_t t, float* slot) { kernels::conv_gemm_task(s, gemm_, w_rows, p, t, x, y, slot, lo, hi, addend, shared); },

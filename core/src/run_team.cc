@@ -221,7 +221,12 @@ int RunTeam::key_of(int self) const {
   return self == 0 ? current_cpu() : parts_[self].key.load(std::memory_order_relaxed);
 }
 
-size_t RunTeam::part_bounds(size_t n, size_t grain, size_t parts, size_t* bounds) const {
+float* RunTeam::site_speeds(const void* site) const {
+  return const_cast<float*>(log_speed_[(reinterpret_cast<uintptr_t>(site) >> 4) % kSpeedSites]);
+}
+
+size_t RunTeam::part_bounds(size_t n, size_t grain, size_t parts, size_t* bounds, const void* site) const {
+  const float* ls = site_speeds(site);
   parts = std::max<size_t>(1, std::min(parts, kMaxParts));
   grain = std::max<size_t>(grain, 1);
   const size_t T = size_t(std::max(threads_, 1));
@@ -229,7 +234,7 @@ size_t RunTeam::part_bounds(size_t n, size_t grain, size_t parts, size_t* bounds
   float lw[kMaxThreads], mean = 0;
   for (size_t t = 0; t < T; ++t) {
     const int key = key_of(int(t));
-    lw[t] = key >= 0 ? log_speed_[key] : 0.0f;
+    lw[t] = key >= 0 ? ls[key] : 0.0f;
     mean += lw[t] / float(T);
   }
   const float half = 0.5f * std::log(kMaxSkew);
@@ -253,6 +258,7 @@ void RunTeam::learn_speeds() {
   // Each timed thread's log rate (items a nanosecond) less the timed threads' mean: its
   // core's log speed moves that way from the mean of theirs, which stays where it was.
   const int T = threads_;
+  float* ls = site_speeds(reinterpret_cast<const void*>(part_fn_));
   int keys[kMaxThreads], m = 0;
   float lr[kMaxThreads], mr = 0, mw = 0;
   for (int t = 0; t < T; ++t) {
@@ -267,26 +273,25 @@ void RunTeam::learn_speeds() {
   }
   for (int i = 0; i < m; ++i) {
     mr += lr[i] / float(m);
-    mw += log_speed_[keys[i]] / float(m);
+    mw += ls[keys[i]] / float(m);
   }
   for (int i = 0; m >= 2 && i < m; ++i) {
-    float& l = log_speed_[keys[i]];
+    float& l = ls[keys[i]];
     l += kLearnRate * (mw + lr[i] - mr - l);  // stays within the measured rates' spread
   }
 }
 
 void RunTeam::parts_inline(size_t n, size_t grain, size_t parts, mn_part_fn fn, void* user) {
   grain = std::max<size_t>(grain, 1);
-  for (size_t j = 0, b = 0; j < parts && b < n; ++j) {
-    const size_t e = j + 1 == parts ? n : std::min(n, (n * (j + 1) / parts + grain - 1) / grain * grain);
+  for (size_t j = 0; j < parts; ++j) {
+    const size_t b = n * j / parts / grain * grain, e = j + 1 == parts ? n : n * (j + 1) / parts / grain * grain;
     if (b < e) fn(user, j, b, e);
-    b = std::max(b, e);
   }
 }
 
 void RunTeam::parallel_parts(size_t n, size_t grain, size_t parts, mn_part_fn fn, void* user) {
   if (n == 0 || tl_in_chunk || tl_leader != this || threads_ <= 1) return parts_inline(n, grain, parts, fn, user);
-  parts = part_bounds(n, grain, parts, bounds_);
+  parts = part_bounds(n, grain, parts, bounds_, reinterpret_cast<const void*>(fn));
   fn_ = nullptr;
   part_fn_ = fn;
   user_ = user;

@@ -57,14 +57,17 @@ class RunTeam {
   // The bounds (parts + 1 of them, 0 first, n last) the next parallel_parts(n, grain,
   // parts) takes: part j's share of n in proportion to the speed of its thread's core,
   // the speeds within kMaxSkew of each other, each bound but the last a multiple of grain.
-  // Returns the parts (1 to kMaxParts) it split into.
-  size_t part_bounds(size_t n, size_t grain, size_t parts, size_t* bounds) const;
+  // Returns the parts (1 to kMaxParts) it split into. `site`: the call's function (speeds
+  // are kept per call site: a core the host slows runs memory-bound transforms slower
+  // than FMA-bound tiles).
+  size_t part_bounds(size_t n, size_t grain, size_t parts, size_t* bounds, const void* site) const;
   // Speeds are kept per CPU (the core a thread ran its last part on), as the host slows
   // cores, not threads; tests key them by the team's thread index instead.
   void key_speeds_by_thread(bool on) { by_thread_ = on; }
 
   static constexpr float kMaxSkew = float(MN_PARTS_MAX_SKEW);
   static constexpr int kSpeedKeys = 256;
+  static constexpr int kSpeedSites = 8;  // call sites, by their function's address
 
  private:
   struct alignas(64) Part {
@@ -102,9 +105,10 @@ class RunTeam {
   static constexpr size_t kMaxParts = 4 * kMaxThreads;
   size_t bounds_[kMaxParts + 1] = {};
   bool by_thread_ = false;
-  // Log relative speeds by key (0: never measured). Read and written by the caller only
-  // (part_bounds, learn_speeds), between jobs.
-  float log_speed_[kSpeedKeys] = {};
+  // Log relative speeds by call site and key (0: never measured). Read and written by the
+  // caller only (part_bounds, learn_speeds), between jobs.
+  float log_speed_[kSpeedSites][kSpeedKeys] = {};
+  float* site_speeds(const void* site) const;
   uint64_t expected_ = 0;  // sum of every Part::done once this job is finished
   std::mutex error_mutex_;
   std::exception_ptr error_;  // the first exception a unit of the current job threw

@@ -70,6 +70,20 @@ void check_parts(const PartLog& log, size_t n, size_t grain, size_t parts, const
   CHECK_MESSAGE(at == n, what << ": the parts end at " << at << ", not " << n);
 }
 
+// A part that costs 100 ns an item on the caller's thread and 300 on any other.
+struct Slow {
+  std::thread::id caller;
+  std::atomic<int> helper_parts{0};
+};
+void slow_part(void* user, size_t, size_t b, size_t e) {
+  auto* s = static_cast<Slow*>(user);
+  const bool helper = std::this_thread::get_id() != s->caller;
+  if (helper) s->helper_parts.fetch_add(1);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds((helper ? 300 : 100) * (e - b));
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
 }  // namespace
 
 TEST_SUITE("run_team") {
@@ -222,25 +236,14 @@ TEST_SUITE("run_team") {
     tbb::task_arena arena(2);
     minnow::RunTeam team;
     team.key_speeds_by_thread(true);
-    struct Slow {
-      std::thread::id caller;
-      std::atomic<int> helper_parts{0};
-    } slow;
+    Slow slow;
     size_t before[3] = {}, after[3] = {};
     team.run(arena, 2, [&] {
       slow.caller = std::this_thread::get_id();
-      team.part_bounds(600, 1, 2, before);
+      team.part_bounds(600, 1, 2, before, reinterpret_cast<const void*>(&slow_part));
       for (int call = 0; call < 60; ++call)
-        team.parallel_parts(600, 1, 2, [](void* u, size_t, size_t b, size_t e) {
-          auto* s = static_cast<Slow*>(u);
-          const bool helper = std::this_thread::get_id() != s->caller;
-          if (helper) s->helper_parts.fetch_add(1);
-          // 100 ns an item on the caller, 300 on the helper.
-          const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds((helper ? 300 : 100) * (e - b));
-          while (std::chrono::steady_clock::now() < until) {
-          }
-        }, &slow);
-      team.part_bounds(600, 1, 2, after);
+        team.parallel_parts(600, 1, 2, slow_part, &slow);
+      team.part_bounds(600, 1, 2, after, reinterpret_cast<const void*>(&slow_part));
     });
     CHECK(before[1] == 300);  // nothing measured yet: even
     if (slow.helper_parts.load() < 30) {
@@ -250,6 +253,10 @@ TEST_SUITE("run_team") {
     // The skew's most for two threads: the caller 1.5 / (1.5 + 1) of 600 = 360 at sqrt(1.5)
     // each way (the weights are clamped around their mean).
     CHECK(after[1] > 340);
+    // Speeds are per call site: another function's parts are still even.
+    size_t other[3] = {};
+    team.part_bounds(600, 1, 2, other, reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(&slow_part) + 16));
+    CHECK(other[1] == 300);
     CHECK(after[1] <= minnow::plugin::RunContext::max_part_items(600, 1, 2));
   }
 

@@ -111,6 +111,12 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
                     const ConvPlan& p, int64_t t, const float* x, float* y, float* slot,
                     float lo, float hi, const float* addend = nullptr,
                     const float* shared_b = nullptr);
+// Row panels [pi0, pi1) of W (kGemmMR rows each) instead of a task's row chunk, for a plan
+// whose tasks are row chunks only (one image, one group, one column block): a run that
+// sizes its parts by the threads' speeds (RunContext::parallel_parts).
+void conv_gemm_rows(const ConvShape& s, const ConvWeights& w, const float* w_rows, const ConvPlan& p,
+                    int64_t pi0, int64_t pi1, const float* x, float* y, float* slot, float lo, float hi,
+                    const float* addend, const float* shared_b);
 // Part `part` (< plan.k_parts) of a K-split plan: every column block of the GEMM over
 // K rows [part * part_k, min(K, (part + 1) * part_k)) into `partial` ([M, P] of one
 // image, group 1), unclamped, the bias added by part 0 only. `slot`: plan.slot_floats.

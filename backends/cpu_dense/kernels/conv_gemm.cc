@@ -418,7 +418,7 @@ namespace {
 void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, const ConvPlan& p,
                int64_t t, const float* x, float* y, float* slot, float lo, float hi,
                const float* addend, const float* shared_b, float* build_b, int64_t build_kb,
-               int64_t k_begin, int64_t k_end) {
+               int64_t k_begin, int64_t k_end, int64_t panel_begin = -1, int64_t panel_end = -1) {
   // Column blocks vary fastest: the workers take contiguous runs of tasks (run_in_slots),
   // and with the row chunk fastest a run of two tasks was one column block's two chunks,
   // so with a narrow last block one worker got both wide tasks and the other both narrow
@@ -432,8 +432,9 @@ void gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_rows, co
   const int64_t nr = gemm_nr();
   const TileFn tile_fn = gemm_tile_fn(), tall_fn = gemm_tall_tile_fn();
   const int64_t j0 = cb * p.nc, j1 = std::min(P, j0 + p.nc), cols = j1 - j0;
-  const int64_t pi0 = mc * p.panels_per_chunk;
-  const int64_t pi1 = std::min((Mg + kGemmMR - 1) / kGemmMR, pi0 + p.panels_per_chunk);
+  // The task's row chunk, or the row panels the caller gave (conv_gemm_rows).
+  const int64_t pi0 = panel_begin >= 0 ? panel_begin : mc * p.panels_per_chunk;
+  const int64_t pi1 = panel_begin >= 0 ? panel_end : std::min((Mg + kGemmMR - 1) / kGemmMR, pi0 + p.panels_per_chunk);
   // A(i, k) of this group: packed panel p at a + p * K * MR (a_rs 1, a_cs MR), or W's
   // row i at a + i * K (a_rs K, a_cs 1).
   const float* a = w.in_place ? w_rows + g * Mg * K : w.groups[size_t(g)].data.get();
@@ -678,6 +679,12 @@ void conv_gemm_task(const ConvShape& s, const ConvWeights& w, const float* w_row
                     const ConvPlan& p, int64_t t, const float* x, float* y, float* slot,
                     float lo, float hi, const float* addend, const float* shared_b) {
   gemm_task(s, w, w_rows, p, t, x, y, slot, lo, hi, addend, shared_b, nullptr, 0, 0, s.K());
+}
+
+void conv_gemm_rows(const ConvShape& s, const ConvWeights& w, const float* w_rows, const ConvPlan& p,
+                    int64_t pi0, int64_t pi1, const float* x, float* y, float* slot, float lo, float hi,
+                    const float* addend, const float* shared_b) {
+  gemm_task(s, w, w_rows, p, 0, x, y, slot, lo, hi, addend, shared_b, nullptr, 0, 0, s.K(), pi0, pi1);
 }
 
 void conv_gemm_part(const ConvShape& s, const ConvWeights& w, const float* w_rows, const ConvPlan& p,

@@ -344,6 +344,19 @@ TEST_SUITE("conv") {
       c.d = {1, 1};
       specs.push_back(c);
     }
+    // Row chunks only (one image, one column block): on several threads the rows go in
+    // parts sized by the threads' speeds (RunContext::parallel_parts; the test contexts
+    // give one part the most the ABI allows).
+    {  // 3x3 pad 1, 256 -> 131 channels on a 7x7 map: 22 row panels in 2-11 parts
+      ConvSpec c;
+      c.x = {1, 256, 7, 7};
+      c.M = 131;
+      c.k = {3, 3};
+      c.s = {1, 1};
+      c.d = {1, 1};
+      c.pads = {1, 1, 1, 1};
+      specs.push_back(c);
+    }
     {  // 1-D long signal, dilated
       ConvSpec c;
       c.x = {3, 5, 500};
