@@ -362,14 +362,12 @@ void ConvPacked::run_gemm(const RunContext& ctx, const kernels::ConvShape& s, co
     // with a fixed cost (its B, or its reads of the shared B), so the rows go in parts
     // sized by the threads' speeds (RunContext::parallel_parts), a slot a part laid out as
     // run_in_slots lays them out.
-    const int64_t parts = run_slots(threads, p.tasks, p.slot_floats);
-    if (slots_floats < parts * p.slot_floats) throw PluginError("conv: scratch too small");
-    const SlotLayout layout(threads, parts, p.slot_floats, slots_floats);
-    const int64_t panels = (s.Mg() + kernels::kGemmMR - 1) / kernels::kGemmMR;
-    ctx.parallel_parts(size_t(panels), 1, size_t(parts), [&](size_t j, size_t a, size_t b) {
-      kernels::conv_gemm_rows(s, gemm_, w_rows, p, int64_t(a), int64_t(b), x, y,
-                              layout.at(static_cast<float*>(ctx.scratch()), int64_t(j)), lo, hi, addend, shared);
-    });
+    run_parts_in_slots(
+        ctx, row_panels(s), run_slots(threads, p.tasks, p.slot_floats), p.slot_floats, "conv",
+        [&](int64_t a, int64_t b, float* slot) {
+          kernels::conv_gemm_rows(s, gemm_, w_rows, p, a, b, x, y, slot, lo, hi, addend, shared);
+        },
+        slots_floats);
     return;
   }
   run_in_slots(
@@ -503,17 +501,17 @@ void ConvPacked::run_winograd(const RunContext& ctx, const kernels::ConvShape& s
         // thread does it in ~55.
         // Row panels in parts sized by the threads' speeds (each part's transform is a
         // fixed cost: two parts cannot be evened out by stealing).
-        const SlotLayout layout(threads, mparts, part_floats, floats);
-        ctx.parallel_parts(size_t(panels), 1, size_t(mparts), [&](size_t j, size_t a, size_t b) {
-          float* xpj = layout.at(static_cast<float*>(ctx.scratch()), int64_t(j));
-          float* in = xpj + p.pad_floats;
-          float* m = in + p.in_floats;
-          kernels::winograd_pad_input(s, p, xn, 0, s.C, xpj);
-          kernels::winograd_block_input(s, p, 0, xpj, in, 0, s.C);
-          const int64_t m0 = std::min(s.M, int64_t(a) * kernels::kGemmMR);
-          const int64_t m1 = std::min(s.M, int64_t(b) * kernels::kGemmMR);
-          kernels::winograd_block_rows(s, winograd_, p, 0, yn, in, m, lo, hi, rn, m0, m1, true);
-        });
+        run_parts_in_slots(
+            ctx, panels, mparts, part_floats, "winograd conv",
+            [&](int64_t a, int64_t b, float* xpj) {
+              float* in = xpj + p.pad_floats;
+              float* m = in + p.in_floats;
+              kernels::winograd_pad_input(s, p, xn, 0, s.C, xpj);
+              kernels::winograd_block_input(s, p, 0, xpj, in, 0, s.C);
+              const int64_t m0 = std::min(s.M, a * kernels::kGemmMR), m1 = std::min(s.M, b * kernels::kGemmMR);
+              kernels::winograd_block_rows(s, winograd_, p, 0, yn, in, m, lo, hi, rn, m0, m1, true);
+            },
+            floats);
         continue;
       }
       // Otherwise each pads and transforms a part of the input channels into one input,

@@ -99,6 +99,20 @@ template <class F>
 void run_in_slots(const RunContext& ctx, int64_t count, int64_t slot_floats, const char* what, F fn) {
   run_in_slots(ctx, count, slot_floats, what, fn, int64_t(ctx.scratch_size() / sizeof(float)));
 }
+// Runs fn(begin, end, slot) for `parts` parts of the items [0, n), sized by the threads'
+// speeds (RunContext::parallel_parts: a few parts of fixed cost each), each part with a
+// slot of its own laid out by thread (SlotLayout) in the first `floats` floats of the
+// scratch. Throws (naming `what`) when those cannot hold the slots.
+template <class F>
+void run_parts_in_slots(const RunContext& ctx, int64_t n, int64_t parts, int64_t slot_floats, const char* what,
+                        F fn, int64_t floats) {
+  if (floats < parts * slot_floats) throw PluginError(std::string(what) + ": scratch too small");
+  float* scratch = static_cast<float*>(ctx.scratch());
+  const SlotLayout layout(ctx.num_threads(), parts, slot_floats, floats);
+  ctx.parallel_parts(size_t(n), 1, size_t(parts), [&](size_t j, size_t a, size_t b) {
+    fn(int64_t(a), int64_t(b), layout.at(scratch, int64_t(j)));
+  });
+}
 
 // The kernels' geometry from resolved axes (Conv, and MaxPool with M == group == C).
 kernels::ConvShape conv_shape(const Axis ax[kMaxSpatial], int64_t N, int64_t C, int64_t M,

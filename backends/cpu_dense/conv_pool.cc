@@ -179,22 +179,18 @@ size_t conv_pool_scratch_bytes(const ConvPoolPlan& plan, int threads) {
   return most;
 }
 
-// fn(a, b, slot) for each band [a, b) of the pool's rows of each image, image by image,
-// the rows in parts sized by the threads' speeds (RunContext::parallel_parts), each part
-// with a slot of its own laid out by thread (SlotLayout).
+// fn(n, a, b, slot) for each band [a, b) of the pool's rows of each image n, image by
+// image, the rows in parts sized by the threads' speeds, a slot a part (run_parts_in_slots).
 template <class F>
 static void for_each_band(const RunContext& ctx, const ConvPoolPlan& plan, F fn) {
   const int64_t parts = slotted_parts(plan, ctx.num_threads());
-  const int64_t floats = int64_t(ctx.scratch_size() / sizeof(float));
-  if (floats < SlotLayout::floats_for(ctx.num_threads(), parts, plan.slot_floats()) &&
-      floats < parts * plan.slot_floats())
-    throw PluginError("conv + maxpool: scratch too small");
-  const SlotLayout layout(ctx.num_threads(), parts, plan.slot_floats(), floats);
   for (int64_t n = 0; n < plan.conv.N; ++n)
-    ctx.parallel_parts(size_t(plan.pool.out[1]), 1, size_t(parts), [&](size_t j, size_t r0, size_t r1) {
-      float* slot = layout.at(static_cast<float*>(ctx.scratch()), int64_t(j));
-      for_bands(int64_t(r0), int64_t(r1), plan.band_rows, [&](int64_t a, int64_t b) { fn(n, a, b, slot); });
-    });
+    run_parts_in_slots(
+        ctx, plan.pool.out[1], parts, plan.slot_floats(), "conv + maxpool",
+        [&](int64_t r0, int64_t r1, float* slot) {
+          for_bands(r0, r1, plan.band_rows, [&](int64_t a, int64_t b) { fn(n, a, b, slot); });
+        },
+        int64_t(ctx.scratch_size() / sizeof(float)));
 }
 
 // The channels-as-lanes run (ConvPoolPlan::hwc_w): per band, its input rows zero-padded,

@@ -6,7 +6,6 @@
 #include "planner.h"
 #include "prepared.h"
 
-
 #include <algorithm>
 #include <tbb/task_arena.h>
 
