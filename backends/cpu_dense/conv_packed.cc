@@ -125,12 +125,27 @@ kernels::ConvShape conv_shape(const Axis ax[kMaxSpatial], int64_t N, int64_t C, 
 constexpr int64_t kWinogradMinChannels = 16;
 constexpr int64_t kSharedAlignFloats = 16;  // the shared B starts on a cache line
 bool ConvPacked::winograd_pays(int64_t pixels, int64_t channels) { return 2 * pixels >= channels; }
+// F(4x4, 3x3) (2.25 multiplies per output and channel, F(2x2)'s 4) where its tiles fill a
+// 32-wide GEMM panel: maps of about 22x22 and up. On 13x13 / 14x14 (16 tiles of 4x4, 3 or
+// 2 columns of them padding, where F(2x2)'s 49 hold 1) it was slower: resnet50's 256-
+// channel 14x14 layers 1.06-1.15x the time, squeezenet1_1's 64 -> 256 13x13 ones 1.08x.
+// Zen 5, in-process A/B against F(2x2) everywhere (bench/inproc_ab, 10-24 blocks):
+// squeezenet1_1 0.954x the time at 1 thread (its 55x55 expands 0.77-0.86x, 27x27 ones
+// 0.84-0.87x), 1.00x at 2; resnet18 ~0.925x at 1 thread (56x56 and 28x28 layers 0.71-
+// 0.86x), 0.975x at 2; resnet50 0.974x / 0.990x. F(4x4) on the 55x55 maps only (64
+// tiles and up), 27x27 / 28x28 with F(2x2): squeezenet1_1 1.022x / 1.011x the time of
+// this, resnet18 1.037x / 1.030x. Against ONNX Runtime (bench/compare.sh) the outputs
+// still agree within 2e-6 (resnet18) and 6.1e-5 (resnet50, outputs up to 125).
+constexpr int64_t kWinograd4MinTiles = 32;
+int ConvPacked::winograd_tile(int64_t h, int64_t w) {
+  return ((h + 3) / 4) * ((w + 3) / 4) >= kWinograd4MinTiles ? 4 : 2;
+}
 
 ConvPacked::ConvPacked(const float* w, int64_t M, int64_t Cg, int64_t taps, int64_t group,
-                       const float* bias, int spatial, bool winograd, int64_t stride_area) {
-  if (winograd && group == 1 && taps == 9 && spatial == 2 && Cg >= kWinogradMinChannels &&
+                       const float* bias, int spatial, int winograd_tile, int64_t stride_area) {
+  if (winograd_tile > 0 && group == 1 && taps == 9 && spatial == 2 && Cg >= kWinogradMinChannels &&
       M >= kWinogradMinChannels)
-    winograd_ = kernels::pack_winograd(w, M, Cg, bias);
+    winograd_ = kernels::pack_winograd(w, M, Cg, bias, winograd_tile);
   // Depthwise (one input channel per group, any multiplier), 1-D or 2-D: direct kernel.
   depthwise_ = Cg == 1 && group > 1 && spatial <= 2;
   if (depthwise_) {
@@ -246,7 +261,7 @@ static int64_t k_parts_floats(const kernels::ConvShape& s, const kernels::ConvPl
 size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s, int threads) const {
   const auto bytes = [](int64_t floats) { return size_t(floats) * sizeof(float); };
   if (use_winograd(s)) {
-    const kernels::WinogradPlan p = kernels::plan_winograd(s);
+    const kernels::WinogradPlan p = kernels::plan_winograd(s, winograd_.m);
     if (p.blocks == 1) {
       // One input and one M all the workers share (run_winograd's fallback), or, on several
       // threads, a part of its own per thread laid out by thread (as the budget allows).
@@ -464,7 +479,7 @@ void ConvPacked::run_direct(const RunContext& ctx, const kernels::ConvShape& s, 
 void ConvPacked::run_winograd(const RunContext& ctx, const kernels::ConvShape& s, const float* x,
                               float* y, const float* addend) const {
   const float lo = lo_, hi = hi_;
-  const kernels::WinogradPlan p = kernels::plan_winograd(s);
+  const kernels::WinogradPlan p = kernels::plan_winograd(s, winograd_.m);
   const int threads = ctx.num_threads();
   const int64_t slots = scratch_slots(p.blocks, threads);
   const int64_t scratch_floats = int64_t(ctx.scratch_size() / sizeof(float));

@@ -128,17 +128,21 @@ class ConvPacked {
   // Whether Winograd pays on a map of `pixels` (input or output: stride 1, so about
   // equal) with `channels` input channels (conv_packed.cc has the measurements).
   static bool winograd_pays(int64_t pixels, int64_t channels);
-  // `winograd`: the node is a 3x3, stride 1, dilation 1, one-group 2-D convolution (from
-  // its attributes); its weights are then also transformed for Winograd F(2x2, 3x3), used
-  // at run time when the shapes allow (winograd_applies) and the map is not tiny.
+  // The Winograd output tile for an h x w map (input or output: stride 1): 4 (F(4x4, 3x3))
+  // where its tiles fill a GEMM panel, else 2 (conv_packed.cc has the measurements).
+  static int winograd_tile(int64_t h, int64_t w);
+  // `winograd_tile` 2 or 4: the node is a 3x3, stride 1, dilation 1, one-group 2-D
+  // convolution (from its attributes); its weights are then also transformed for Winograd
+  // F(m x m, 3x3), used at run time when the shapes allow (winograd_applies) and the map is
+  // not tiny. 0: no Winograd.
   // `stride_area`: the product of the strides (names the direct kernel where it will run).
   ConvPacked(const float* w, int64_t M, int64_t Cg, int64_t taps, int64_t group,
-             const float* bias, int spatial, bool winograd = false, int64_t stride_area = 1);
+             const float* bias, int spatial, int winograd_tile = 0, int64_t stride_area = 1);
   const char* name() const {
     if (expand_.K > 0) return "f32_conv1x1_dwconv__fused";
     if (depthwise_) return "f32_dwconv_direct";
     if (direct_name_) return "f32_conv_direct_6x2v__phases";
-    if (winograd_.u) return "f32_conv3x3_winograd_f2x2__6x2v";
+    if (winograd_.u) return winograd_.m == 4 ? "f32_conv3x3_winograd_f4x4__6x2v" : "f32_conv3x3_winograd_f2x2__6x2v";
     if (gemm_.tall) return "f32_conv_gemm_16x1v__tall";  // pointwise runs; strided 1x1 take 6x2v
     return gemm_.in_place ? "f32_conv_gemm_6x2v__wrows" : "f32_conv_gemm_6x2v";
   }

@@ -4,8 +4,12 @@
 //   G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]          U = G g G^T   (4x4 from 3x3)
 //   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]           V = B^T d B   (4x4 from 4x4)
 //   A^T = [1 1 1 0; 0 1 -1 -1]                              Y = A^T M A   (2x2 from 4x4)
-// The input and output transforms run over the lanes of one B panel (gemm_nr() tiles),
-// written so the compiler can vectorise them along the tiles.
+// F(4,3) at the points 0, 1, -1, 1/2, -2, infinity (winograd.h):
+//   G = [1 0 0; 1/3 1/3 1/3; -1/3 1/3 -1/3; -16/15 -8/15 -4/15; 1/15 -2/15 4/15; 0 0 1]
+//   B^T = [1 -3/2 -2 3/2 1 0; 0 -1 1/2 5/2 1 0; 0 1 -5/2 1/2 1 0; 0 -2 -1 2 1 0;
+//          0 1/2 -1 -1/2 1 0; 0 1 -3/2 -2 3/2 1]
+//   A^T = [1 1 1 1 1 0; 0 1 -1 1/2 -2 0; 0 1 1 1/4 4 0; 0 1 -1 1/8 -8 1]
+// The input and output transforms (f32_winograd_hwy.cc) run along the tiles of a block.
 #include "kernels/winograd.h"
 
 #include <algorithm>
@@ -38,11 +42,55 @@ void winograd_u_rows(const float* __restrict t0, const float* __restrict t1, con
 }
 }  // namespace
 
-WinogradWeights pack_winograd(const float* w, int64_t M, int64_t C, const float* bias) {
+namespace {
+// F(4,3)'s U = G g G^T, in double (its thirds and fifteenths are not exact in float), as
+// pack_winograd's F(2,3) part: G g for every c in gg, then each row i times G^T into the
+// six matrices 6 i .. 6 i + 5, unit-stride rows of C that the compiler vectorises.
+constexpr double kG4[6][3] = {{1, 0, 0},
+                              {1.0 / 3, 1.0 / 3, 1.0 / 3},
+                              {-1.0 / 3, 1.0 / 3, -1.0 / 3},
+                              {-16.0 / 15, -8.0 / 15, -4.0 / 15},
+                              {1.0 / 15, -2.0 / 15, 4.0 / 15},
+                              {0, 0, 1}};
+void winograd_u_row4(const double* __restrict t0, const double* __restrict t1, const double* __restrict t2,
+                     float* __restrict o, int64_t plane, int64_t C) {
+  for (int j = 0; j < 6; ++j) {
+    const double g0 = kG4[j][0], g1 = kG4[j][1], g2 = kG4[j][2];
+    float* __restrict oj = o + j * plane;
+    for (int64_t c = 0; c < C; ++c) oj[c] = static_cast<float>(g0 * t0[c] + g1 * t1[c] + g2 * t2[c]);
+  }
+}
+void pack_u4(const float* w, int64_t M, int64_t C, float* u) {
+  const int64_t plane = M * C;
+  std::vector<double> gg(size_t(18 * C));
+  auto row = [&](int i, int j) { return gg.data() + (3 * i + j) * C; };
+  for (int64_t m = 0; m < M; ++m) {
+    const float* wm = w + m * C * 9;
+    for (int64_t c = 0; c < C; ++c) {
+      const float* g = wm + c * 9;
+      for (int i = 0; i < 6; ++i)
+        for (int j = 0; j < 3; ++j) row(i, j)[c] = kG4[i][0] * g[j] + kG4[i][1] * g[3 + j] + kG4[i][2] * g[6 + j];
+    }
+    for (int i = 0; i < 6; ++i) winograd_u_row4(row(i, 0), row(i, 1), row(i, 2), u + m * C + 6 * i * plane, plane, C);
+  }
+}
+}  // namespace
+
+WinogradWeights pack_winograd(const float* w, int64_t M, int64_t C, const float* bias, int tile) {
   WinogradWeights ww;
+  ww.m = tile == 4 ? 4 : 2;
   ww.M = M;
   ww.C = C;
-  ww.u = alloc_floats(size_t(16 * M * C), false);
+  const int64_t n = ww.m + 2;
+  ww.u = alloc_floats(size_t(n * n * M * C), false);
+  if (bias) {
+    ww.bias = alloc_floats(size_t(M), false);
+    std::memcpy(ww.bias.get(), bias, size_t(M) * sizeof(float));
+  }
+  if (ww.m == 4) {
+    pack_u4(w, M, C, ww.u.get());
+    return ww;
+  }
   // Per output channel m, two passes along the input channels c: G g for every c into
   // gg[i][j][c] (4 x 3 rows of C floats; each c's 9 weights read together, so this pass
   // stays scalar), then (G g) G^T into the 16 matrices, one contiguous row of C floats each,
@@ -69,10 +117,6 @@ WinogradWeights pack_winograd(const float* w, int64_t M, int64_t C, const float*
       winograd_u_rows(row(i, 0), row(i, 1), row(i, 2), o + (4 * i + 0) * plane, o + (4 * i + 1) * plane,
                       o + (4 * i + 2) * plane, o + (4 * i + 3) * plane, C);
   }
-  if (bias) {
-    ww.bias = alloc_floats(size_t(M), false);
-    std::memcpy(ww.bias.get(), bias, size_t(M) * sizeof(float));
-  }
   return ww;
 }
 
@@ -98,15 +142,18 @@ constexpr int64_t kMaxBlockPanels = 16;
 int64_t last_panel_tiles(int64_t count, int64_t nr) { return count - (count - 1) / nr * nr; }
 }  // namespace
 
-WinogradPlan plan_winograd(const ConvShape& s) {
+WinogradPlan plan_winograd(const ConvShape& s, int tile) {
   WinogradPlan p;
+  p.m = tile == 4 ? 4 : 2;
+  p.n = p.m + 2;
+  p.nn = p.n * p.n;
   const int64_t nr = gemm_nr();
-  p.tiles_h = (s.out[1] + 1) / 2;
-  p.tiles_w = (s.out[2] + 1) / 2;
+  p.tiles_h = (s.out[1] + p.m - 1) / p.m;
+  p.tiles_w = (s.out[2] + p.m - 1) / p.m;
   p.tiles = p.tiles_h * p.tiles_w;
-  p.hp = 2 * p.tiles_h + 2;
-  p.wp = 2 * p.tiles_w + 2;
-  const int64_t per_tile = 16 * (s.C + s.M) * int64_t(sizeof(float));
+  p.hp = p.m * p.tiles_h + 2;
+  p.wp = p.m * (p.tiles_w + 1);
+  const int64_t per_tile = p.nn * (s.C + s.M) * int64_t(sizeof(float));
   const int64_t panels = std::max<int64_t>(1, std::min(kMaxBlockPanels, kBlockBytes / (per_tile * nr)));
   p.nt = std::min(panels, (p.tiles + nr - 1) / nr) * nr;
   // Maps of at most two panels of tiles (13x13, 14x14: 49 tiles at NR 32) in one block
@@ -127,15 +174,15 @@ WinogradPlan plan_winograd(const ConvShape& s) {
   p.blocks = (p.tiles + p.nt - 1) / p.nt;
   const int64_t kchunks = (s.C + kMaxKC - 1) / kMaxKC;
   p.kc = (s.C + kchunks - 1) / kchunks;
-  // wp = 2 (tiles_w + 1): even and odd halves; then slack for the input transform's
+  // wp = m (tiles_w + 1): m phases of columns; then slack for the input transform's
   // whole-vector loads of a group's last run of tiles (f32_winograd_hwy.cc: InputImpl).
   p.pad_floats = s.C * p.hp * p.wp + kWinogradInputSlackFloats;
-  // V [16][nt / nr][C][nr] and the last block's dot columns' transposed V (16 x dots x C;
-  // block_view; the other blocks' panels are whole): the input part; then M [16][M][nt].
+  // V [nn][nt / nr][C][nr] and the last block's dot columns' transposed V (nn x dots x C;
+  // block_view; the other blocks' panels are whole): the input part; then M [nn][M][nt].
   const int64_t last = p.tiles - (p.blocks - 1) * p.nt;
   const int64_t dots = gemm_half_tail_dots(last_panel_tiles(last, nr), nr);
-  p.in_floats = 16 * winograd_stride(p.nt * s.C) + 16 * dots * s.C;
-  p.m_floats = 16 * winograd_stride(s.M * p.nt);
+  p.in_floats = p.nn * winograd_stride(p.nt * s.C) + p.nn * dots * s.C;
+  p.m_floats = p.nn * winograd_stride(s.M * p.nt);
   p.slot_floats = p.in_floats + p.m_floats;
   return p;
 }
@@ -143,7 +190,7 @@ WinogradPlan plan_winograd(const ConvShape& s) {
 void winograd_blocks_rows(const WinogradPlan& p, int64_t b0, int64_t b1, int64_t* r0, int64_t* r1) {
   *r0 = winograd_block_pad_row(p, b0);
   const int64_t last_tile = std::min(b1 * p.nt, p.tiles) - 1;
-  *r1 = std::min(p.hp, 2 * (last_tile / p.tiles_w) + 4);
+  *r1 = std::min(p.hp, p.m * (last_tile / p.tiles_w) + p.n);
 }
 
 WinogradPlan winograd_worker_rows(const WinogradPlan& p, int64_t r0, int64_t r1) {
@@ -170,6 +217,7 @@ BlockView block_view(const ConvShape& s, const WinogradPlan& p, int64_t b, float
   BlockView v;
   const int64_t nr = gemm_nr(), nt = p.nt;
   WinogradXform& xf = v.xf;
+  xf.m = p.m;
   xf.C = s.C;
   xf.M = s.M;
   xf.hp = p.hp;
@@ -185,7 +233,7 @@ BlockView block_view(const ConvShape& s, const WinogradPlan& p, int64_t b, float
   xf.v_stride = winograd_stride(nt * s.C);
   xf.m_stride = winograd_stride(s.M * nt);
   v.V = in;
-  v.bt = in + 16 * xf.v_stride;
+  v.bt = in + p.nn * xf.v_stride;
   v.Mb = m;
   v.last_q = (xf.count - 1) / nr;
   v.rem = last_panel_tiles(xf.count, nr);
@@ -203,7 +251,7 @@ void winograd_block_input(const ConvShape& s, const WinogradPlan& p, int64_t b, 
   winograd_input_transform(v.xf, xp, v.V);
   // The dot columns' B, transposed: bt[xi][j][c] = V_xi[c][last panel, NR / 2 + j].
   const int64_t nr = v.xf.nr, C = s.C;
-  for (int xi = 0; xi < 16 && v.dots > 0; ++xi) {
+  for (int xi = 0; xi < p.nn && v.dots > 0; ++xi) {
     const float* vq = v.V + xi * v.xf.v_stride + v.last_q * C * nr + nr / 2;
     float* bx = v.bt + xi * v.dots * C;
     for (int64_t j = 0; j < v.dots; ++j)
@@ -221,7 +269,7 @@ void winograd_block_rows(const ConvShape& s, const WinogradWeights& w, const Win
   }
   const int64_t nr = v.xf.nr, C = s.C, M = s.M, nt = v.xf.nt, count = v.xf.count;
   const int64_t vxi = v.xf.v_stride, mxi = v.xf.m_stride, row0 = v.xf.m_row0;
-  // 16 GEMMs: M_xi [M x nt] = U_xi [M x C] * V_xi [C x nt], k-blocks of kc channels.
+  // nn GEMMs: M_xi [M x nt] = U_xi [M x C] * V_xi [C x nt], k-blocks of kc channels.
   const TileFn tile_fn = gemm_tile_fn();
   // One block (a small map): each row panel of U is read once, from memory (4 MB at 256
   // channels; a model streams all of U per run), so the first column panel's tiles
@@ -229,7 +277,7 @@ void winograd_block_rows(const ConvShape& s, const WinogradWeights& w, const Win
   // (conv_gemm.cc). With several blocks U stays in L2 from the first block on, and there
   // the prefetches cost: resnet50's 28x28 and 56x56 layers 1.06-1.07x the time.
   const bool prefetch_u = p.blocks == 1;
-  for (int xi = 0; xi < 16; ++xi) {
+  for (int xi = 0; xi < p.nn; ++xi) {
     const float* u = w.u.get() + int64_t(xi) * M * C;
     const float* bx = v.bt + xi * v.dots * C;
     for (int64_t k0 = 0; k0 < C; k0 += p.kc) {

@@ -7,9 +7,13 @@
 // tile's 4x4 input patch d), then Y = A^T M A per tile and output channel. The GEMMs run on
 // the same 6x2v micro-kernel as the im2col convolution (kernels/gemm.h).
 //
-// F(2,3) rather than F(4,3): its transforms only add and halve, so the result is as
-// accurate as the direct sum (F(4,3) divides by 6 and 24 and loses about two digits in
-// float, more than the 1e-4 the engine promises against ONNX Runtime).
+// F(4x4, 3x3) (m = 4: 6x6 transformed tiles, 36 GEMMs, 2.25 multiplies per output and
+// channel instead of F(2x2)'s 4) takes the same steps with tiles of 4x4 outputs. Its
+// interpolation points are 0, 1, -1, 1/2, -2 and infinity rather than the usual 0, +-1,
+// +-2: on random 256-channel layers (float against a double reference) that halves its
+// error, to about 2.8x the direct sum's RMS where the usual points give 4.5x and F(2,3)
+// 0.7x. F(2,3)'s transforms only add and halve, so it stays the default
+// (ConvPacked chooses; see winograd_tile_for).
 //
 // One run, per image: the input is copied once into a zero-padded plane per channel
 // (winograd_pad_input; no bounds checks after that), then the tiles are taken in blocks
@@ -30,17 +34,21 @@ namespace kernels {
 // 2-D (trivial D axis), 3x3, stride 1, dilation 1, one group.
 bool winograd_applies(const ConvShape& s);
 
+// Output tile sizes m: F(m x m, 3x3) transforms (m + 2) x (m + 2) patches.
+constexpr int kWinogradTileMax = 4;
 struct WinogradWeights {
+  int m = 2;      // output tile: 2 (F(2x2, 3x3)) or 4 (F(4x4, 3x3))
   int64_t M = 0, C = 0;
-  FloatBuf u;     // [16][M][C]: U_xi = (G g G^T)[xi] per (m, c), xi = 4 * row + column
+  FloatBuf u;     // [n*n][M][C]: U_xi = (G g G^T)[xi] per (m, c), xi = n * row + column, n = m + 2
   FloatBuf bias;  // [M] or null
 };
-// w: [M, C, 3, 3], bias [M] or null.
-WinogradWeights pack_winograd(const float* w, int64_t M, int64_t C, const float* bias);
+// w: [M, C, 3, 3], bias [M] or null; tile 2 or 4.
+WinogradWeights pack_winograd(const float* w, int64_t M, int64_t C, const float* bias, int tile = 2);
 
 struct WinogradPlan {
-  int64_t tiles_h = 0, tiles_w = 0, tiles = 0;  // 2x2 output tiles per image
-  int64_t hp = 0, wp = 0;                       // padded input plane: 2 * tiles + 2
+  int m = 2, n = 4, nn = 16;                    // output tile m x m, patch n x n (n = m + 2): nn matrices
+  int64_t tiles_h = 0, tiles_w = 0, tiles = 0;  // m x m output tiles per image
+  int64_t hp = 0, wp = 0;                       // padded input plane: m * tiles + 2, m * (tiles_w + 1)
   // The padded input's first row held in xp: 0 (every row), or a worker's first row where
   // xp holds only rows [row0, row0 + hp) of each channel (winograd_worker_rows).
   int64_t row0 = 0;
@@ -51,7 +59,7 @@ struct WinogradPlan {
   int64_t m_floats = 0;                         // one block's M matrices
   int64_t slot_floats = 0;                      // both: the input part, then M
 };
-WinogradPlan plan_winograd(const ConvShape& s);
+WinogradPlan plan_winograd(const ConvShape& s, int tile = 2);
 // Floats past the padded input's last row that the input transform may read (its whole-
 // vector loads of a group's last run of tiles): >= its vector width (8) - 2.
 constexpr int64_t kWinogradInputSlackFloats = 16;
@@ -63,8 +71,8 @@ void winograd_blocks_rows(const WinogradPlan& p, int64_t b0, int64_t b1, int64_t
 WinogradPlan winograd_worker_rows(const WinogradPlan& p, int64_t r0, int64_t r1);
 
 // Channels [c0, c1) of one image's input x (C x H x W) into xp: C planes of hp rows, each
-// row the wp padded columns split into its even columns then its odd ones (tiles_w + 1
-// each), zero outside the input.
+// row the wp padded columns split into m phases (phase j holds columns m k + j, tiles_w + 1
+// each: for m = 2 its even columns then its odd ones), zero outside the input.
 void winograd_pad_input(const ConvShape& s, const WinogradPlan& p, const float* x, int64_t c0,
                         int64_t c1, float* xp);
 // Padded rows [r0, r1) (of hp) of every channel: the rows one worker's blocks read
@@ -75,7 +83,7 @@ void winograd_pad_input_rows(const ConvShape& s, const WinogradPlan& p, const fl
 // blocks [b0, b1) pads rows [winograd_block_pad_row(b0), winograd_block_pad_row(b1)); the
 // two rows below its last tile row come from the next worker.
 inline int64_t winograd_block_pad_row(const WinogradPlan& p, int64_t b) {
-  return b >= p.blocks ? p.hp : 2 * (b * p.nt / p.tiles_w);
+  return b >= p.blocks ? p.hp : p.m * (b * p.nt / p.tiles_w);
 }
 
 // The most tiles the output transform takes at once (one vector of them: AVX-512's 16
@@ -84,6 +92,7 @@ inline int64_t winograd_block_pad_row(const WinogradPlan& p, int64_t b) {
 constexpr int kOutputGroupLanes = 16;
 // The transforms' view of one block (winograd_block fills it).
 struct WinogradXform {
+  int m = 2;                           // output tile (WinogradPlan::m)
   int64_t C = 0, M = 0, hp = 0, tiles_w = 0, out_h = 0, out_w = 0;
   int64_t row0 = 0;                    // xp's first padded row (WinogradPlan::row0)
   int64_t t0 = 0, count = 0;          // the block's first tile and its number of tiles
@@ -93,14 +102,14 @@ struct WinogradXform {
   int64_t m_begin = 0, m_end = 0;      // output channels the output transform does
   int64_t m_row0 = 0;                  // the output channel in M's first row
 };
-// The 16 matrices of a block are laid 64 bytes further apart than their size: at sizes of
-// a multiple of 4 KB the transforms' 16 loads or stores per tile all fell into one L1
+// The 16 (36) matrices of a block are laid 64 bytes further apart than their size: at sizes
+// of a multiple of 4 KB the transforms' 16 loads or stores per tile all fell into one L1
 // set (the input transform took 16 ns per tile and channel instead of ~3).
 inline int64_t winograd_stride(int64_t floats) { return floats + 16; }
-// V [16][panels][C][nr] (xi apart by v_stride) = B^T d B of the block's tiles (zeros in
+// V [nn][panels][C][nr] (xi apart by v_stride) = B^T d B of the block's tiles (zeros in
 // lanes past `count`), for input channels [c_begin, c_end).
 void winograd_input_transform(const WinogradXform& x, const float* xp, float* v);
-// y (M x OH x OW) = A^T M A + bias, clamped, from M [16][rows][nt] (xi apart by m_stride;
+// y (M x OH x OW) = A^T M A + bias, clamped, from M [nn][rows][nt] (xi apart by m_stride;
 // row r holds output channel m_row0 + r), output channels [m_begin, m_end); bias [M] or null.
 void winograd_output_transform(const WinogradXform& x, const float* m, const float* bias,
                                float lo, float hi, float* y, const float* addend = nullptr);
@@ -127,7 +136,7 @@ void winograd_block_rows(const ConvShape& s, const WinogradWeights& w, const Win
                          const float* addend, int64_t m0, int64_t m1, bool m_own = false);
 // The floats of an M of `rows` rows (p.m_floats for all s.M); each matrix keeps
 // winograd_stride's 16 floats after it, which the output transform's widest group reads into.
-inline int64_t winograd_rows_m_floats(const WinogradPlan& p, int64_t rows) { return 16 * winograd_stride(rows * p.nt); }
+inline int64_t winograd_rows_m_floats(const WinogradPlan& p, int64_t rows) { return p.nn * winograd_stride(rows * p.nt); }
 
 }  // namespace kernels
 }  // namespace cpu_dense

@@ -130,7 +130,8 @@ class ConvKernel final : public OpKernel, public PackedConvSource {
     for (int i = 0; i < attrs_.nsp; ++i) stride_area *= attrs_.stride[i];
     fast_ = std::make_shared<ConvPacked>(static_cast<const float*>(w.data), w.dims[0], w.dims[1],
                                          static_cast<int64_t>(taps), group_, bias, attrs_.nsp,
-                                         winograd, stride_area);
+                                         winograd ? ConvPacked::winograd_tile(x.dims[2], x.dims[3]) : 0,
+                                         stride_area);
     // For fuse_producer: W as given (a constant of the model, which outlives this kernel),
     // and the run shape where every shape is known now.
     w_const_ = static_cast<const float*>(w.data);

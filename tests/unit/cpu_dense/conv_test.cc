@@ -440,20 +440,37 @@ TEST_SUITE("conv") {
       CHECK(kernel == "f32_conv3x3_winograd_f2x2__6x2v");
     }
     // Maps of several tile blocks: on several threads each slot pads the rows its blocks
-    // read into memory of its own (ConvPacked::run_winograd); 4 blocks (one a slot), and
-    // 18 (some slots two), odd sizes, asymmetric pads, two images.
+    // read into memory of its own (ConvPacked::run_winograd). F(4x4, 3x3) where its tiles
+    // fill a panel (ConvPacked::winograd_tile: 32 tiles, about 22x22 and up): 4 blocks of
+    // 32 tiles (one a slot; odd sizes, asymmetric pads, two images) and 14 (some slots
+    // two); one block of 49 tiles (27x27), shared by output channels on several threads.
+    // F(2x2, 3x3) below that: 4 blocks (20x19, 64 channels), 2 (21x18, two images).
     ConvSpec blocks4 = c;
     blocks4.x = {2, 17, 41, 37};
     blocks4.M = 20;
     blocks4.pads = {1, 0, 2, 1};
-    ConvSpec blocks18 = c;
-    blocks18.x = {1, 16, 83, 79};
-    blocks18.M = 18;
-    for (const ConvSpec& g : {blocks4, blocks18})
+    ConvSpec blocks14 = c;
+    blocks14.x = {1, 16, 83, 79};
+    blocks14.M = 18;
+    ConvSpec one_block4 = c;
+    one_block4.x = {1, 32, 27, 27};
+    one_block4.M = 40;
+    ConvSpec blocks4_f2 = c;
+    blocks4_f2.x = {1, 64, 20, 19};
+    blocks4_f2.M = 64;
+    ConvSpec blocks2_f2 = c;
+    blocks2_f2.x = {2, 24, 21, 18};
+    blocks2_f2.M = 40;
+    const std::pair<ConvSpec, const char*> tiled[] = {{blocks4, "f32_conv3x3_winograd_f4x4__6x2v"},
+                                                      {blocks14, "f32_conv3x3_winograd_f4x4__6x2v"},
+                                                      {one_block4, "f32_conv3x3_winograd_f4x4__6x2v"},
+                                                      {blocks4_f2, "f32_conv3x3_winograd_f2x2__6x2v"},
+                                                      {blocks2_f2, "f32_conv3x3_winograd_f2x2__6x2v"}};
+    for (const auto& [g, want] : tiled)
       for (Ctx ctx : kAllCtx) {
         std::string kernel;
         check_conv(rng, g, ctx, false, true, nullptr, &kernel);
-        CHECK(kernel == "f32_conv3x3_winograd_f2x2__6x2v");
+        CHECK(kernel == want);
       }
     ConvSpec small_map = c;
     small_map.x = {1, 40, 4, 4};

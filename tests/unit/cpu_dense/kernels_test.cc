@@ -857,7 +857,7 @@ TEST_CASE("plan_conv gives tails a little over half a panel to a half tile and d
   }
 }
 
-TEST_CASE("Winograd F(2x2, 3x3) convolution matches the reference") {
+TEST_CASE("Winograd F(2x2, 3x3) and F(4x4, 3x3) convolutions match the reference") {
   std::mt19937 rng(17);
   // 3x3 stride 1: odd and even output sizes (tiles half outside), 1-pixel maps, pads 0-2
   // (asymmetric), channel counts around the 6-row tile and the k-block (C > 256: two
@@ -877,20 +877,24 @@ TEST_CASE("Winograd F(2x2, 3x3) convolution matches the reference") {
       {1, 20, 14, 1, {1, 13, 13}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
       {1, 300, 7, 1, {1, 13, 13}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
       {1, 12, 9, 1, {1, 14, 16}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+      {2, 32, 32, 1, {1, 28, 29}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
   };
+  for (int tile : {2, 4})
   for (const ConvCase& c : cases)
     for (bool clamp : {false, true}) {
       const ConvShape s = shape_of(c);
       REQUIRE(winograd_applies(s));
+      CAPTURE(tile);
       const std::vector<float> x = randn(rng, size_t(s.N * s.C * s.Pin()));
       const std::vector<float> w = randn(rng, size_t(s.M * s.K()));
       const std::vector<float> bias = randn(rng, size_t(s.M));
       const float lo = clamp ? 0.0f : -kInf, hi = clamp ? 6.0f : kInf;
       std::vector<float> want(size_t(s.N * s.M * s.P())), got(want.size(), kNaN);
       conv_ref(s, x.data(), w.data(), bias.data(), want.data(), lo, hi);
-      const WinogradWeights ww = pack_winograd(w.data(), s.M, s.C, clamp ? bias.data() : nullptr);
-      const WinogradPlan p = plan_winograd(s);
+      const WinogradWeights ww = pack_winograd(w.data(), s.M, s.C, clamp ? bias.data() : nullptr, tile);
+      const WinogradPlan p = plan_winograd(s, tile);
       CHECK(p.nt % gemm_nr() == 0);
+      CHECK((ww.m == tile && p.m == tile && p.nn == (tile + 2) * (tile + 2)));
       std::vector<float> xp(size_t(p.pad_floats), kNaN), slot(size_t(p.slot_floats), kNaN);
       for (int64_t n = 0; n < s.N; ++n) {
         // Two halves of the channels, as two workers would pad them.
@@ -918,7 +922,7 @@ TEST_CASE("Winograd F(2x2, 3x3) convolution matches the reference") {
           const int64_t nr = gemm_nr(), vxi = winograd_stride(p.nt * s.C);
           winograd_block_input(s, p, 0, xp.data(), slot2.data(), s.C / 2, s.C);
           // A part leaves the other channels' V alone (workers run parts concurrently).
-          for (int64_t e = 0; e < 16; ++e)
+          for (int64_t e = 0; e < p.nn; ++e)
             for (int64_t q = 0; q < p.nt / nr; ++q)
               for (int64_t c = 0; c < s.C / 2; ++c)
                 for (int64_t l = 0; l < nr; ++l)
