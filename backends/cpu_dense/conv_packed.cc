@@ -37,21 +37,25 @@ static int64_t winograd_part_floats(const kernels::ConvShape& s, const kernels::
   return p.pad_floats + p.in_floats + kernels::winograd_rows_m_floats(p, rows);
 }
 
-// Several blocks on several threads (ConvPacked::run_winograd): each slot pads the rows
-// its own blocks read into memory of its own after its blocks' part, from this float of
-// the slot on (a cache line); the slot's floats: the part, then the most rows any slot
-// pads, then the input transform's slack.
+// Several blocks on several threads (ConvPacked::run_winograd): each worker takes a run
+// of tiles, from a multiple of winograd_run_align() on, sized by the threads' speeds, and
+// pads the rows they read into memory of its own after its blocks' part, from this float
+// of the slot on (a cache line). The items the parts are made of: runs of that many tiles.
 static int64_t winograd_own_rows_at(const kernels::WinogradPlan& p) { return (p.slot_floats + 15) / 16 * 16; }
-static int64_t winograd_own_rows_slot_floats(const kernels::ConvShape& s, const kernels::WinogradPlan& p,
-                                             int64_t slots) {
-  int64_t rows = 0;
-  for (int64_t sl = 0; sl < slots; ++sl) {
-    const int64_t b0 = p.blocks * sl / slots, b1 = p.blocks * (sl + 1) / slots;
-    if (b1 <= b0) continue;
-    int64_t r0 = 0, r1 = 0;
-    kernels::winograd_blocks_rows(p, b0, b1, &r0, &r1);
-    rows = std::max(rows, r1 - r0);
-  }
+static int64_t winograd_tile_items(const kernels::WinogradPlan& p) {
+  return (p.tiles + kernels::winograd_run_align() - 1) / kernels::winograd_run_align();
+}
+static int64_t winograd_tile_parts(const kernels::WinogradPlan& p, int64_t threads) {
+  return std::min<int64_t>(threads, winograd_tile_items(p));
+}
+// A part's floats: the blocks' part, then the most rows any part pads (its most tiles
+// reach one tile row more than they fill), then the input transform's slack.
+static int64_t winograd_tile_part_floats(const kernels::ConvShape& s, const kernels::WinogradPlan& p,
+                                         int64_t parts) {
+  const int64_t items = winograd_tile_items(p);
+  const int64_t most = int64_t(RunContext::max_part_items(size_t(items), 1, size_t(parts))) * kernels::winograd_run_align();
+  const int64_t tile_rows = (most + p.tiles_w - 1) / p.tiles_w + 1;
+  const int64_t rows = std::min(p.hp, p.m * tile_rows + 2);
   const int64_t pad = (s.C * rows * p.wp + kernels::kWinogradInputSlackFloats + 15) / 16 * 16;
   return winograd_own_rows_at(p) + pad;
 }
@@ -282,8 +286,8 @@ size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s, int threads) const
     if (threads == 1) return bytes(p.pad_floats + p.slot_floats);
     int64_t floats = 0;
     for (int t = threads > 0 ? threads : 2; t <= (threads > 0 ? threads : kernels::kConvMaxSlots); ++t) {
-      const int64_t slots = scratch_slots(p.blocks, t);
-      floats = std::max(floats, SlotLayout::floats_for(t, slots, winograd_own_rows_slot_floats(s, p, slots)));
+      const int64_t parts = winograd_tile_parts(p, t);
+      floats = std::max(floats, SlotLayout::floats_for(t, parts, winograd_tile_part_floats(s, p, parts)));
     }
     return bytes(std::max(floats, p.pad_floats + p.slot_floats));
   }
@@ -486,8 +490,9 @@ void ConvPacked::run_winograd(const RunContext& ctx, const kernels::ConvShape& s
   // Several blocks on several threads: a padded part per slot (below), where it fits (the
   // scratch the session asked for this thread count holds it; SlotLayout puts the slots
   // one after another where a thread's share cannot hold its slots).
-  const int64_t own_floats = p.blocks > 1 && threads > 1 ? winograd_own_rows_slot_floats(s, p, slots) : 0;
-  const bool own_rows = own_floats > 0 && slots * own_floats <= scratch_floats;
+  const int64_t tile_parts = winograd_tile_parts(p, threads);
+  const int64_t own_floats = p.blocks > 1 && threads > 1 ? winograd_tile_part_floats(s, p, tile_parts) : 0;
+  const bool own_rows = own_floats > 0 && tile_parts * own_floats <= scratch_floats;
   if (!own_rows && scratch_floats < p.pad_floats + slots * p.slot_floats)
     throw PluginError("winograd conv: scratch too small");
   float* xp = static_cast<float*>(ctx.scratch());
@@ -545,25 +550,28 @@ void ConvPacked::run_winograd(const RunContext& ctx, const kernels::ConvShape& s
       continue;
     }
     if (own_rows) {
-      // Each slot pads the rows its blocks read (theirs and two more) into its own memory,
-      // in its thread's share of the scratch (SlotLayout), then runs them: one parallel_for,
-      // and no line of the padded input is written by one thread in one layer and by the
-      // other in the next, as the rows of one shared padded input were (each layer's row
-      // split falls elsewhere in it). Rows at the slots' edges are padded twice.
-      const SlotLayout own(threads, slots, own_floats, scratch_floats);
-      ctx.parallel_for(size_t(slots), 1, [&](size_t s0, size_t s1) {
-        for (size_t sl = s0; sl < s1; ++sl) {
-          const int64_t b0 = p.blocks * int64_t(sl) / slots, b1 = p.blocks * int64_t(sl + 1) / slots;
-          if (b1 <= b0) continue;
-          float* slot = own.at(static_cast<float*>(ctx.scratch()), int64_t(sl));
-          float* rows = slot + winograd_own_rows_at(p);
-          int64_t r0 = 0, r1 = 0;
-          kernels::winograd_blocks_rows(p, b0, b1, &r0, &r1);
-          const kernels::WinogradPlan pr = kernels::winograd_worker_rows(p, r0, r1);
-          kernels::winograd_pad_input_rows(s, pr, xn, r0, r1, rows);
-          for (int64_t b = b0; b < b1; ++b) kernels::winograd_block(s, winograd_, pr, b, rows, yn, slot, lo, hi, rn);
-        }
-      });
+      // Each worker takes a run of tiles sized by the threads' speeds (parallel_parts: a
+      // slowed vCPU gets fewer), pads the rows they read (theirs and two more) into memory
+      // of its own, in its thread's share of the scratch (SlotLayout), then runs them in
+      // blocks from its run's start: no line of the padded input is written by one thread
+      // in one layer and by the other in the next, as the rows of one shared padded input
+      // were (each layer's row split falls elsewhere in it). Rows at the runs' edges are
+      // padded twice. (Whole blocks, stolen by idle workers, went in units of nt tiles: 7
+      // of them on a 55x55 map in 4x4 tiles, the last of 4.)
+      const int64_t align = kernels::winograd_run_align();
+      run_parts_in_slots(
+          ctx, winograd_tile_items(p), tile_parts, own_floats, "winograd conv",
+          [&](int64_t a, int64_t b, float* slot) {
+            const int64_t ta = a * align, tb = std::min(p.tiles, b * align);
+            float* rows = slot + winograd_own_rows_at(p);
+            int64_t r0 = 0, r1 = 0;
+            kernels::winograd_tiles_rows(p, ta, tb, &r0, &r1);
+            const kernels::WinogradPlan pr = kernels::winograd_worker_rows(p, r0, r1);
+            kernels::winograd_pad_input_rows(s, pr, xn, r0, r1, rows);
+            for (int64_t t0 = ta; t0 < tb; t0 += p.nt)
+              kernels::winograd_tiles(s, winograd_, pr, t0, std::min(p.nt, tb - t0), rows, yn, slot, lo, hi, rn);
+          },
+          scratch_floats);
       continue;
     }
     // One thread (or too little scratch): one padded input, by rows split as the blocks

@@ -179,18 +179,23 @@ WinogradPlan plan_winograd(const ConvShape& s, int tile) {
   p.pad_floats = s.C * p.hp * p.wp + kWinogradInputSlackFloats;
   // V [nn][nt / nr][C][nr] and the last block's dot columns' transposed V (nn x dots x C;
   // block_view; the other blocks' panels are whole): the input part; then M [nn][M][nt].
-  const int64_t last = p.tiles - (p.blocks - 1) * p.nt;
-  const int64_t dots = gemm_half_tail_dots(last_panel_tiles(last, nr), nr);
+  // The map's last block starts at a multiple of nt, or of winograd_run_align() where
+  // workers take runs of tiles: room for the most dot columns any such start leaves.
+  int64_t dots = 0;
+  const int64_t align = winograd_run_align();
+  for (int64_t t0 = std::max<int64_t>(0, p.tiles - p.nt) / align * align; t0 < p.tiles; t0 += align)
+    if (p.tiles - t0 <= p.nt) dots = std::max(dots, gemm_half_tail_dots(last_panel_tiles(p.tiles - t0, nr), nr));
   p.in_floats = p.nn * winograd_stride(p.nt * s.C) + p.nn * dots * s.C;
   p.m_floats = p.nn * winograd_stride(s.M * p.nt);
   p.slot_floats = p.in_floats + p.m_floats;
   return p;
 }
 
-void winograd_blocks_rows(const WinogradPlan& p, int64_t b0, int64_t b1, int64_t* r0, int64_t* r1) {
-  *r0 = winograd_block_pad_row(p, b0);
-  const int64_t last_tile = std::min(b1 * p.nt, p.tiles) - 1;
-  *r1 = std::min(p.hp, p.m * (last_tile / p.tiles_w) + p.n);
+int64_t winograd_run_align() { return gemm_nr() / 2; }
+
+void winograd_tiles_rows(const WinogradPlan& p, int64_t t0, int64_t t1, int64_t* r0, int64_t* r1) {
+  *r0 = p.m * (t0 / p.tiles_w);
+  *r1 = std::min(p.hp, p.m * ((std::min(t1, p.tiles) - 1) / p.tiles_w) + p.n);
 }
 
 WinogradPlan winograd_worker_rows(const WinogradPlan& p, int64_t r0, int64_t r1) {
@@ -213,7 +218,7 @@ struct BlockView {
   int64_t last_q, rem, dots;
 };
 
-BlockView block_view(const ConvShape& s, const WinogradPlan& p, int64_t b, float* in, float* m) {
+BlockView block_view(const ConvShape& s, const WinogradPlan& p, int64_t t0, int64_t count, float* in, float* m) {
   BlockView v;
   const int64_t nr = gemm_nr(), nt = p.nt;
   WinogradXform& xf = v.xf;
@@ -225,8 +230,8 @@ BlockView block_view(const ConvShape& s, const WinogradPlan& p, int64_t b, float
   xf.tiles_w = p.tiles_w;
   xf.out_h = s.out[1];
   xf.out_w = s.out[2];
-  xf.t0 = b * nt;
-  xf.count = std::min(nt, p.tiles - xf.t0);
+  xf.t0 = t0;
+  xf.count = count;
   xf.nt = nt;
   xf.nr = nr;
   xf.panels = nt / nr;
@@ -241,16 +246,19 @@ BlockView block_view(const ConvShape& s, const WinogradPlan& p, int64_t b, float
   return v;
 }
 
-}  // namespace
+// Block b's tiles.
+BlockView block_view(const ConvShape& s, const WinogradPlan& p, int64_t b, float* in, float* m) {
+  return block_view(s, p, b * p.nt, std::min(p.nt, p.tiles - b * p.nt), in, m);
+}
 
-void winograd_block_input(const ConvShape& s, const WinogradPlan& p, int64_t b, const float* xp,
-                          float* in, int64_t c0, int64_t c1) {
-  BlockView v = block_view(s, p, b, in, nullptr);
+// The input transform of channels [c0, c1) of the view's tiles (and its dot columns' B).
+void block_input(const BlockView& view, const WinogradPlan& p, const float* xp, int64_t c0, int64_t c1) {
+  BlockView v = view;
   v.xf.c_begin = c0;
   v.xf.c_end = c1;
   winograd_input_transform(v.xf, xp, v.V);
   // The dot columns' B, transposed: bt[xi][j][c] = V_xi[c][last panel, NR / 2 + j].
-  const int64_t nr = v.xf.nr, C = s.C;
+  const int64_t nr = v.xf.nr, C = v.xf.C;
   for (int xi = 0; xi < p.nn && v.dots > 0; ++xi) {
     const float* vq = v.V + xi * v.xf.v_stride + v.last_q * C * nr + nr / 2;
     float* bx = v.bt + xi * v.dots * C;
@@ -259,15 +267,15 @@ void winograd_block_input(const ConvShape& s, const WinogradPlan& p, int64_t b, 
   }
 }
 
-void winograd_block_rows(const ConvShape& s, const WinogradWeights& w, const WinogradPlan& p,
-                         int64_t b, float* y, const float* in, float* m, float lo, float hi,
-                         const float* addend, int64_t m0, int64_t m1, bool m_own) {
-  BlockView v = block_view(s, p, b, const_cast<float*>(in), m);  // V and bt only read here
+// The GEMMs and output transform of output channels [m0, m1) of the view's tiles.
+void block_rows(const BlockView& view, const WinogradWeights& w, const WinogradPlan& p, float* y, float lo,
+                float hi, const float* addend, int64_t m0, int64_t m1, bool m_own) {
+  BlockView v = view;  // V and bt only read here
   if (m_own) {
     v.xf.m_row0 = m0;
     v.xf.m_stride = winograd_stride((m1 - m0) * v.xf.nt);
   }
-  const int64_t nr = v.xf.nr, C = s.C, M = s.M, nt = v.xf.nt, count = v.xf.count;
+  const int64_t nr = v.xf.nr, C = v.xf.C, M = v.xf.M, nt = v.xf.nt, count = v.xf.count;
   const int64_t vxi = v.xf.v_stride, mxi = v.xf.m_stride, row0 = v.xf.m_row0;
   // nn GEMMs: M_xi [M x nt] = U_xi [M x C] * V_xi [C x nt], k-blocks of kc channels.
   const TileFn tile_fn = gemm_tile_fn();
@@ -334,11 +342,31 @@ void winograd_block_rows(const ConvShape& s, const WinogradWeights& w, const Win
   winograd_output_transform(v.xf, v.Mb, w.bias.get(), lo, hi, y, addend);
 }
 
+}  // namespace
+
+void winograd_block_input(const ConvShape& s, const WinogradPlan& p, int64_t b, const float* xp,
+                          float* in, int64_t c0, int64_t c1) {
+  block_input(block_view(s, p, b, in, nullptr), p, xp, c0, c1);
+}
+
+void winograd_block_rows(const ConvShape& s, const WinogradWeights& w, const WinogradPlan& p,
+                         int64_t b, float* y, const float* in, float* m, float lo, float hi,
+                         const float* addend, int64_t m0, int64_t m1, bool m_own) {
+  block_rows(block_view(s, p, b, const_cast<float*>(in), m), w, p, y, lo, hi, addend, m0, m1, m_own);
+}
+
 void winograd_block(const ConvShape& s, const WinogradWeights& w, const WinogradPlan& p,
                     int64_t b, const float* xp, float* y, float* slot, float lo, float hi,
                     const float* addend) {
-  winograd_block_input(s, p, b, xp, slot, 0, s.C);
-  winograd_block_rows(s, w, p, b, y, slot, slot + p.in_floats, lo, hi, addend, 0, s.M);
+  winograd_tiles(s, w, p, b * p.nt, std::min(p.nt, p.tiles - b * p.nt), xp, y, slot, lo, hi, addend);
+}
+
+void winograd_tiles(const ConvShape& s, const WinogradWeights& w, const WinogradPlan& p,
+                    int64_t t0, int64_t count, const float* xp, float* y, float* slot, float lo,
+                    float hi, const float* addend) {
+  const BlockView v = block_view(s, p, t0, count, slot, slot + p.in_floats);
+  block_input(v, p, xp, 0, s.C);
+  block_rows(v, w, p, y, lo, hi, addend, 0, s.M, false);
 }
 
 }  // namespace kernels

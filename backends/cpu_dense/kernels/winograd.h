@@ -63,9 +63,14 @@ WinogradPlan plan_winograd(const ConvShape& s, int tile = 2);
 // Floats past the padded input's last row that the input transform may read (its whole-
 // vector loads of a group's last run of tiles): >= its vector width (8) - 2.
 constexpr int64_t kWinogradInputSlackFloats = 16;
-// The padded rows [*r0, *r1) that blocks [b0, b1) read (b0 < b1): their tile rows' and
+// The padded rows [*r0, *r1) that tiles [t0, t1) read (t0 < t1): their tile rows' and
 // the two rows below the last one.
-void winograd_blocks_rows(const WinogradPlan& p, int64_t b0, int64_t b1, int64_t* r0, int64_t* r1);
+void winograd_tiles_rows(const WinogradPlan& p, int64_t t0, int64_t t1, int64_t* r0, int64_t* r1);
+// Workers that take runs of tiles of their own (ConvPacked::run_winograd) start them at
+// multiples of this many tiles (half a GEMM panel), so that only the map's last block can
+// end in a panel a little over half full (plan_winograd sizes its dot columns for every
+// such start).
+int64_t winograd_run_align();
 // A plan whose xp holds only padded rows [r0, r1) of each channel (row0 = r0, hp = r1 - r0),
 // for a worker that pads the rows its blocks read into memory of its own.
 WinogradPlan winograd_worker_rows(const WinogradPlan& p, int64_t r0, int64_t r1);
@@ -119,6 +124,11 @@ void winograd_output_transform(const WinogradXform& x, const float* m, const flo
 void winograd_block(const ConvShape& s, const WinogradWeights& w, const WinogradPlan& p,
                     int64_t b, const float* xp, float* y, float* slot, float lo, float hi,
                     const float* addend = nullptr);
+// The same for tiles [t0, t0 + count) as one block (count <= p.nt, t0 a multiple of
+// winograd_run_align() or of p.nt): a worker's run of tiles in blocks from its own start.
+void winograd_tiles(const ConvShape& s, const WinogradWeights& w, const WinogradPlan& p,
+                    int64_t t0, int64_t count, const float* xp, float* y, float* slot, float lo,
+                    float hi, const float* addend = nullptr);
 // winograd_block in two phases, so that workers can share one block (plan_winograd's
 // single block of a small map): the input transform of input channels [c0, c1) into the
 // block's input part `in` (p.in_floats), then, once every channel is in, the GEMMs and

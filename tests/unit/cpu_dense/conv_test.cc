@@ -439,11 +439,12 @@ TEST_SUITE("conv") {
       check_conv(rng, half, ctx, false, true, nullptr, &kernel);
       CHECK(kernel == "f32_conv3x3_winograd_f2x2__6x2v");
     }
-    // Maps of several tile blocks: on several threads each slot pads the rows its blocks
-    // read into memory of its own (ConvPacked::run_winograd). F(4x4, 3x3) where its tiles
-    // fill a panel (ConvPacked::winograd_tile: 32 tiles, about 22x22 and up): 4 blocks of
-    // 32 tiles (one a slot; odd sizes, asymmetric pads, two images) and 14 (some slots
-    // two); one block of 49 tiles (27x27), shared by output channels on several threads.
+    // Maps of several tile blocks: on several threads each worker takes a run of tiles
+    // (sized by speed: the test contexts hand out skewed parts) and pads the rows it reads
+    // into memory of its own (ConvPacked::run_winograd). F(4x4, 3x3) where its tiles fill
+    // a panel (ConvPacked::winograd_tile: 32 tiles, about 22x22 and up): 4 blocks of 32
+    // tiles (odd sizes, asymmetric pads, two images) and 14; one block of 49 tiles
+    // (27x27), shared by output channels on several threads.
     // F(2x2, 3x3) below that: 4 blocks (20x19, 64 channels), 2 (21x18, two images).
     ConvSpec blocks4 = c;
     blocks4.x = {2, 17, 41, 37};

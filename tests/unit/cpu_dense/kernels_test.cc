@@ -964,6 +964,32 @@ TEST_CASE("Winograd F(2x2, 3x3) and F(4x4, 3x3) convolutions match the reference
             for (int64_t i = 0; i < s.P(); ++i) got[size_t((n * s.M + m) * s.P() + i)] += bias[size_t(m)];
       }
       expect_close(got, want, "winograd " + describe(s));
+      // Runs of tiles as workers take them (ConvPacked::run_winograd): three runs cut at
+      // multiples of winograd_run_align(), each padding only the rows it reads into a
+      // buffer of its own, then its tiles in blocks of nt from the run's start.
+      {
+        std::vector<float> runs(got.size(), kNaN);
+        const int64_t align = winograd_run_align(), items = (p.tiles + align - 1) / align;
+        for (int64_t n = 0; n < s.N; ++n)
+          for (int part = 0; part < 3; ++part) {
+            const int64_t ta = items * part / 3 * align, tb = std::min(p.tiles, items * (part + 1) / 3 * align);
+            if (ta >= tb) continue;
+            int64_t r0 = 0, r1 = 0;
+            winograd_tiles_rows(p, ta, tb, &r0, &r1);
+            const WinogradPlan pr = winograd_worker_rows(p, r0, r1);
+            std::vector<float> rows(size_t(s.C * pr.hp * pr.wp + kWinogradInputSlackFloats), kNaN);
+            winograd_pad_input_rows(s, pr, x.data() + n * s.C * s.Pin(), r0, r1, rows.data());
+            std::fill(slot.begin(), slot.end(), kNaN);
+            for (int64_t t0 = ta; t0 < tb; t0 += p.nt)
+              winograd_tiles(s, ww, pr, t0, std::min(p.nt, tb - t0), rows.data(), runs.data() + n * s.M * s.P(),
+                             slot.data(), lo, hi);
+          }
+        if (!clamp)
+          for (int64_t n = 0; n < s.N; ++n)
+            for (int64_t m = 0; m < s.M; ++m)
+              for (int64_t i = 0; i < s.P(); ++i) runs[size_t((n * s.M + m) * s.P() + i)] += bias[size_t(m)];
+        expect_close(runs, want, "winograd in runs of tiles " + describe(s));
+      }
       if (!clamp) continue;
       // A fused residual addend in y's own memory (y holds it when the block runs).
       const std::vector<float> addend = randn(rng, want.size());
