@@ -351,22 +351,22 @@ HWY_INLINE void OutputGroup4(D d, const float* q, int64_t mxi, float b, float lo
                              const float* r, int64_t ow_stride, int rows, int64_t cols) {
   using Vec = hn::Vec<D>;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  // A^T down each of M's six columns first (t[j][i]: column j, output row i), then each
+  // output row's A^T along its six and stored at once: 24 vectors live between the
+  // passes, where rows first and all 16 outputs before the stores kept 40 (32 registers).
   Vec t[6][4];
-  for (int i = 0; i < 6; ++i) {
-    const float* qi = q + 6 * i * mxi;
-    const Vec mi[6] = {hn::LoadU(d, qi), hn::LoadU(d, qi + mxi), hn::LoadU(d, qi + 2 * mxi),
-                       hn::LoadU(d, qi + 3 * mxi), hn::LoadU(d, qi + 4 * mxi), hn::LoadU(d, qi + 5 * mxi)};
-    Output1D4(d, mi, t[i]);
-  }
-  Vec yy[4][4];  // yy[j][i]: output column j of the tiles, row i
-  for (int j = 0; j < 4; ++j) {
-    const Vec col[6] = {t[0][j], t[1][j], t[2][j], t[3][j], t[4][j], t[5][j]};
-    Output1D4(d, col, yy[j]);
+  for (int j = 0; j < 6; ++j) {
+    const float* qj = q + j * mxi;
+    const Vec mj[6] = {hn::LoadU(d, qj), hn::LoadU(d, qj + 6 * mxi), hn::LoadU(d, qj + 12 * mxi),
+                       hn::LoadU(d, qj + 18 * mxi), hn::LoadU(d, qj + 24 * mxi), hn::LoadU(d, qj + 30 * mxi)};
+    Output1D4(d, mj, t[j]);
   }
   const Vec vb = hn::Set(d, b), vlo = hn::Set(d, lo), vhi = hn::Set(d, hi);
   for (int i = 0; i < rows; ++i) {
+    const Vec row[6] = {t[0][i], t[1][i], t[2][i], t[3][i], t[4][i], t[5][i]};
     Vec z[4];
-    for (int j = 0; j < 4; ++j) z[j] = hn::Add(yy[j][i], vb);
+    Output1D4(d, row, z);
+    for (int j = 0; j < 4; ++j) z[j] = hn::Add(z[j], vb);
     float* yr = y + i * ow_stride;
     const float* rr = r ? r + i * ow_stride : nullptr;
     if (cols == 4 * L) {
