@@ -44,69 +44,6 @@ HWY_INLINE void InputTile(const T d[4][4], T v[16]) {
   }
 }
 
-void InputImpl(const WinogradXform& x, const float* xp, float* V) {
-  const hn::CappedTag<float, 8> d;
-  using Vec = hn::Vec<decltype(d)>;
-  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
-  const int64_t TW = x.tiles_w, odd = TW + 1, row = 2 * (TW + 1), plane = x.hp * row;
-  const int64_t vxi = x.v_stride;
-  for (int64_t c = x.c_begin; c < x.c_end; ++c) {
-    const float* xc = xp + c * plane;
-    for (int64_t l = 0; l < x.nt; l += L) {
-      float* v = V + ((l / x.nr) * x.C + c) * x.nr + l % x.nr;
-      const int64_t t = x.t0 + l, th = t / TW, tw = t % TW;
-      if (l + L <= x.count && tw + L <= TW) {
-        const float* r0 = xc + (2 * th - x.row0) * row + tw;
-        Vec dv[4][4];
-        for (int i = 0; i < 4; ++i) {
-          const float* r = r0 + i * row;
-          dv[i][0] = hn::LoadU(d, r);
-          dv[i][1] = hn::LoadU(d, r + odd);
-          dv[i][2] = hn::LoadU(d, r + 1);
-          dv[i][3] = hn::LoadU(d, r + odd + 1);
-        }
-        Vec out[16];
-        InputTile(dv, out);
-        for (int e = 0; e < 16; ++e) hn::StoreU(out[e], d, v + e * vxi);
-        continue;
-      }
-      // A group across tile rows (or past the block's last tile): one run of tiles per
-      // tile row it covers, each run's 16 patch elements loaded as whole vectors that put
-      // the run's first tile in its lane (lane a at tile ta: the loads start a floats
-      // before it, in the previous row, and reach up to L - 2 floats past its row: that
-      // row's padding, the next row, or plan_winograd's slack after the last plane) and
-      // blended into the lanes from a on; the next run overwrites the lanes past this
-      // one; zeros past the block. Then the same vector transform. (One tile at a time in
-      // scalars took 4.5 % of squeezenet1_1, whose 13x13 maps have 7 tiles a row, so no
-      // group of 8 lies in one; gathered lane by lane, resnet50's 14x14 layers spent
-      // ~8 ns per tile and channel here, ~2.5x the time of this.)
-      const int64_t n = std::max<int64_t>(0, std::min<int64_t>(L, x.count - l));  // tiles
-      Vec dv[4][4];
-      for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 4; ++j) dv[i][j] = hn::Zero(d);
-      for (int64_t a = 0; a < n;) {
-        const int64_t ta = t + a, tha = ta / TW, twa = ta % TW;  // twa == 0 when a > 0
-        const float* r0 = xc + (2 * tha - x.row0) * row + twa - a;
-        const auto from_a = LanesFromTo(d, a, L);
-        for (int i = 0; i < 4; ++i) {
-          const float* r = r0 + i * row;
-          const float* at[4] = {r, r + odd, r + 1, r + odd + 1};
-          for (int j = 0; j < 4; ++j) dv[i][j] = hn::IfThenElse(from_a, hn::LoadU(d, at[j]), dv[i][j]);
-        }
-        a += std::min(n - a, TW - twa);
-      }
-      if (n < L) {
-        const auto valid = hn::FirstN(d, static_cast<size_t>(n));
-        for (int i = 0; i < 4; ++i)
-          for (int j = 0; j < 4; ++j) dv[i][j] = hn::IfThenElseZero(valid, dv[i][j]);
-      }
-      Vec out[16];
-      InputTile(dv, out);
-      for (int e = 0; e < 16; ++e) hn::StoreU(out[e], d, v + e * vxi);
-    }
-  }
-}
-
 // Y = A^T M A for one tile: y[i][j], (i, j) in 2x2.
 template <class T>
 HWY_INLINE void OutputTile(const T r[16], T y[2][2]) {
@@ -193,15 +130,35 @@ HWY_INLINE void OutputGroup(D d, const float* q, int64_t mxi, float b, float lo,
   }
 }
 
-// winograd_pad_input: rows of channels [c0, c1) zero-padded, each split into its even and
-// odd padded columns (even[k] = X[2 k - pw], odd[k] = X[2 k + 1 - pw]). Inside the row a
-// vector pair loaded at 2 k - pw gives both by ConcatEven / ConcatOdd; the ends by masked
-// loads and stores on AVX2 / AVX-512, one float at a time elsewhere. (Element by element with a bounds check each, the pad was 0.5 ns a float:
-// resnet18's Winograd layers spent ~0.7 ms a run in it, squeezenet1_1's ~0.12 ms.)
-void PadInputImpl(const ConvShape& s, const WinogradPlan& p, const float* x, int64_t c0, int64_t c1,
-                  int64_t r0, int64_t r1, float* xp) {
+// Rows [r0, r1) of channels [c0, c1) of the padded input xp (p's layout): a row outside
+// the input is zeroed, the others go to row_fn(out, xr), out the padded row's m phases,
+// xr[q] the input row's padded column q (q - pw into the row).
+template <class RowFn>
+HWY_INLINE void ForEachPadRow(const ConvShape& s, const WinogradPlan& p, const float* x, int64_t c0,
+                              int64_t c1, int64_t r0, int64_t r1, float* xp, RowFn row_fn) {
   const int64_t H = s.in[1], W = s.in[2], ph = s.pb[1], pw = s.pb[2];
-  const int64_t half = p.tiles_w + 1, row = 2 * half;
+  const int64_t row = p.m * (p.tiles_w + 1);
+  for (int64_t c = c0; c < c1; ++c)
+    for (int64_t r = r0; r < r1; ++r) {
+      float* out = xp + (c * p.hp + r - p.row0) * row;
+      const int64_t ih = r - ph;
+      if (ih < 0 || ih >= H)
+        std::fill(out, out + row, 0.0f);
+      else
+        row_fn(out, x + (c * H + ih) * W - pw);
+    }
+}
+
+// winograd_pad_input for m = 2: rows of channels [c0, c1) zero-padded, each split into its
+// even and odd padded columns (even[k] = X[2 k - pw], odd[k] = X[2 k + 1 - pw]). Inside
+// the row a vector pair loaded at 2 k - pw gives both by ConcatEven / ConcatOdd; the ends
+// by masked loads and stores on AVX2 / AVX-512, one float at a time elsewhere. (Element by
+// element with a bounds check each, the pad was 0.5 ns a float: resnet18's Winograd
+// layers spent ~0.7 ms a run in it, squeezenet1_1's ~0.12 ms.)
+void PadInput2(const ConvShape& s, const WinogradPlan& p, const float* x, int64_t c0, int64_t c1,
+               int64_t r0, int64_t r1, float* xp) {
+  const int64_t W = s.in[2], pw = s.pb[2];
+  const int64_t half = p.tiles_w + 1;
 #if HWY_TARGET != HWY_SCALAR
   const hn::ScalableTag<float> d;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
@@ -211,51 +168,43 @@ void PadInputImpl(const ConvShape& s, const WinogradPlan& p, const float* x, int
   const int64_t k0 = std::min(half, (pw + 1) / 2);
   const int64_t k1 = std::max(k0, std::min(half, (W + pw) / 2));
 #endif
-  for (int64_t c = c0; c < c1; ++c)
-    for (int64_t r = r0; r < r1; ++r) {
-      float* even = xp + (c * p.hp + r - p.row0) * row;
-      float* odd = even + half;
-      const int64_t ih = r - ph;
-      if (ih < 0 || ih >= H) {
-        std::fill(even, even + row, 0.0f);
-        continue;
-      }
-      const float* xr = x + (c * H + ih) * W - pw;  // xr[q]: padded column q
-      int64_t k = 0;
+  ForEachPadRow(s, p, x, c0, c1, r0, r1, xp, [&](float* even, const float* xr) {
+    float* odd = even + half;
+    int64_t k = 0;
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-      // Masked loads (zeros off the row, never touching memory there) and stores cover the
-      // padding and the ends too, so rows narrower than a vector pair (13-28 wide) are not
-      // done element by element.
-      for (; k < half; k += L) {
-        const int64_t q = 2 * k - pw;  // the pair's first input column
-        const auto a = hn::MaskedLoad(LanesInRow(d, q, W), d, xr + 2 * k);
-        const auto b = hn::MaskedLoad(LanesInRow(d, q + L, W), d, xr + 2 * k + L);
-        if (k + L <= half) {
-          hn::StoreU(hn::ConcatEven(d, b, a), d, even + k);
-          hn::StoreU(hn::ConcatOdd(d, b, a), d, odd + k);
-        } else {
-          const auto mo = hn::FirstN(d, static_cast<size_t>(half - k));
-          hn::BlendedStore(hn::ConcatEven(d, b, a), mo, d, even + k);
-          hn::BlendedStore(hn::ConcatOdd(d, b, a), mo, d, odd + k);
-        }
-      }
-#else
-      auto edge = [&](int64_t k) {
-        const int64_t ie = 2 * k - pw, io = ie + 1;
-        even[k] = ie >= 0 && ie < W ? xr[2 * k] : 0.0f;
-        odd[k] = io >= 0 && io < W ? xr[2 * k + 1] : 0.0f;
-      };
-#if HWY_TARGET != HWY_SCALAR
-      for (; k < k0; ++k) edge(k);
-      for (; k + L <= k1; k += L) {
-        const hn::Vec<decltype(d)> a = hn::LoadU(d, xr + 2 * k), b = hn::LoadU(d, xr + 2 * k + L);
+    // Masked loads (zeros off the row, never touching memory there) and stores cover the
+    // padding and the ends too, so rows narrower than a vector pair (13-28 wide) are not
+    // done element by element.
+    for (; k < half; k += L) {
+      const int64_t q = 2 * k - pw;  // the pair's first input column
+      const auto a = hn::MaskedLoad(LanesInRow(d, q, W), d, xr + 2 * k);
+      const auto b = hn::MaskedLoad(LanesInRow(d, q + L, W), d, xr + 2 * k + L);
+      if (k + L <= half) {
         hn::StoreU(hn::ConcatEven(d, b, a), d, even + k);
         hn::StoreU(hn::ConcatOdd(d, b, a), d, odd + k);
+      } else {
+        const auto mo = hn::FirstN(d, static_cast<size_t>(half - k));
+        hn::BlendedStore(hn::ConcatEven(d, b, a), mo, d, even + k);
+        hn::BlendedStore(hn::ConcatOdd(d, b, a), mo, d, odd + k);
       }
-#endif
-      for (; k < half; ++k) edge(k);
-#endif
     }
+#else
+    auto edge = [&](int64_t k) {
+      const int64_t ie = 2 * k - pw, io = ie + 1;
+      even[k] = ie >= 0 && ie < W ? xr[2 * k] : 0.0f;
+      odd[k] = io >= 0 && io < W ? xr[2 * k + 1] : 0.0f;
+    };
+#if HWY_TARGET != HWY_SCALAR
+    for (; k < k0; ++k) edge(k);
+    for (; k + L <= k1; k += L) {
+      const hn::Vec<decltype(d)> a = hn::LoadU(d, xr + 2 * k), b = hn::LoadU(d, xr + 2 * k + L);
+      hn::StoreU(hn::ConcatEven(d, b, a), d, even + k);
+      hn::StoreU(hn::ConcatOdd(d, b, a), d, odd + k);
+    }
+#endif
+    for (; k < half; ++k) edge(k);
+#endif
+  });
 }
 
 // ---- F(4x4, 3x3) (m = 4; winograd.cc lists its matrices). The padded rows are split
@@ -289,49 +238,79 @@ HWY_INLINE void InputTile4(D d, const V dv[6][6], float* v, int64_t vxi) {
   }
 }
 
-void Input4Impl(const WinogradXform& x, const float* xp, float* V) {
+// The input transform of kM x kM tiles (F(2x2): InputTile, F(4x4): InputTile4) over the
+// lanes of one block, SIMD along the tiles: patch column j of tile tw is phase j % kM of
+// the padded row at tw + j / kM (winograd_pad_input), so a group of L tiles in one tile
+// row loads each patch element as one vector.
+template <int kM>
+void InputRuns(const WinogradXform& x, const float* xp, float* V) {
+  constexpr int kN = kM + 2;
   const hn::CappedTag<float, 8> d;
   using Vec = hn::Vec<decltype(d)>;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
-  const int64_t TW = x.tiles_w, phase = TW + 1, row = 4 * phase, plane = x.hp * row;
-  // Patch column j of tile tw: phase j % 4, at tw + j / 4.
-  const int64_t at[6] = {0, phase, 2 * phase, 3 * phase, 1, phase + 1};
+  const int64_t TW = x.tiles_w, phase = TW + 1, row = kM * phase, plane = x.hp * row;
+  int64_t at[kN];
+  for (int j = 0; j < kN; ++j) at[j] = (j % kM) * phase + j / kM;
+  const int64_t vxi = x.v_stride;
+  auto transform = [&](const Vec (&dv)[kN][kN], float* v) {
+    if constexpr (kM == 4) {
+      InputTile4(d, dv, v, vxi);
+    } else {
+      Vec out[16];
+      InputTile(dv, out);
+      for (int e = 0; e < 16; ++e) hn::StoreU(out[e], d, v + e * vxi);
+    }
+  };
   for (int64_t c = x.c_begin; c < x.c_end; ++c) {
     const float* xc = xp + c * plane;
     for (int64_t l = 0; l < x.nt; l += L) {
       float* v = V + ((l / x.nr) * x.C + c) * x.nr + l % x.nr;
       const int64_t t = x.t0 + l, th = t / TW, tw = t % TW;
-      Vec dv[6][6];
+      Vec dv[kN][kN];
       if (l + L <= x.count && tw + L <= TW) {
-        const float* r0 = xc + (4 * th - x.row0) * row + tw;
-        for (int i = 0; i < 6; ++i)
-          for (int j = 0; j < 6; ++j) dv[i][j] = hn::LoadU(d, r0 + i * row + at[j]);
-        InputTile4(d, dv, v, x.v_stride);
+        const float* r0 = xc + (kM * th - x.row0) * row + tw;
+        for (int i = 0; i < kN; ++i)
+          for (int j = 0; j < kN; ++j) dv[i][j] = hn::LoadU(d, r0 + i * row + at[j]);
+        transform(dv, v);
         continue;
       }
-      // Across tile rows or past the block's last tile: runs blended in as InputImpl's
-      // (the loads reach at most L - 2 floats past a row, into plan_winograd's slack at
-      // the end), zeros past the block.
-      const int64_t n = std::max<int64_t>(0, std::min<int64_t>(L, x.count - l));
-      for (int i = 0; i < 6; ++i)
-        for (int j = 0; j < 6; ++j) dv[i][j] = hn::Zero(d);
+      // A group across tile rows (or past the block's last tile): one run of tiles per
+      // tile row it covers, each run's patch elements loaded as whole vectors that put
+      // the run's first tile in its lane (lane a at tile ta: the loads start a floats
+      // before it, in the previous row, and reach up to L - 2 floats past its row: that
+      // row's padding, the next row, or plan_winograd's slack after the last plane) and
+      // blended into the lanes from a on; the next run overwrites the lanes past this
+      // one; zeros past the block. Then the same vector transform. (One tile at a time in
+      // scalars took 4.5 % of squeezenet1_1, whose 13x13 maps have 7 tiles a row, so no
+      // group of 8 lies in one; gathered lane by lane, resnet50's 14x14 layers spent
+      // ~8 ns per tile and channel here, ~2.5x the time of this.)
+      const int64_t n = std::max<int64_t>(0, std::min<int64_t>(L, x.count - l));  // tiles
+      for (int i = 0; i < kN; ++i)
+        for (int j = 0; j < kN; ++j) dv[i][j] = hn::Zero(d);
       for (int64_t a = 0; a < n;) {
-        const int64_t ta = t + a, tha = ta / TW, twa = ta % TW;
-        const float* r0 = xc + (4 * tha - x.row0) * row + twa - a;
+        const int64_t ta = t + a, tha = ta / TW, twa = ta % TW;  // twa == 0 when a > 0
+        const float* r0 = xc + (kM * tha - x.row0) * row + twa - a;
         const auto from_a = LanesFromTo(d, a, L);
-        for (int i = 0; i < 6; ++i)
-          for (int j = 0; j < 6; ++j)
+        for (int i = 0; i < kN; ++i)
+          for (int j = 0; j < kN; ++j)
             dv[i][j] = hn::IfThenElse(from_a, hn::LoadU(d, r0 + i * row + at[j]), dv[i][j]);
         a += std::min(n - a, TW - twa);
       }
       if (n < L) {
         const auto valid = hn::FirstN(d, static_cast<size_t>(n));
-        for (int i = 0; i < 6; ++i)
-          for (int j = 0; j < 6; ++j) dv[i][j] = hn::IfThenElseZero(valid, dv[i][j]);
+        for (int i = 0; i < kN; ++i)
+          for (int j = 0; j < kN; ++j) dv[i][j] = hn::IfThenElseZero(valid, dv[i][j]);
       }
-      InputTile4(d, dv, v, x.v_stride);
+      transform(dv, v);
     }
   }
+}
+
+void InputImpl(const WinogradXform& x, const float* xp, float* V) {
+  if (x.m == 4)
+    InputRuns<4>(x, xp, V);
+  else
+    InputRuns<2>(x, xp, V);
 }
 
 // A^T along one line of six: y = A^T m.
@@ -472,56 +451,56 @@ void OutputImpl(const WinogradXform& x, const float* Mb, const float* bias, floa
 // phases (phase j [k] = X[4 k + j - pw], zero outside the row). On AVX2 / AVX-512 four
 // masked loads of a group's 4 L columns are deinterleaved through the stack; elsewhere
 // LoadInterleaved4 where the group lies inside the row, one float at a time at the ends.
-void PadInput4Impl(const ConvShape& s, const WinogradPlan& p, const float* x, int64_t c0, int64_t c1,
-                   int64_t r0, int64_t r1, float* xp) {
-  const int64_t H = s.in[1], W = s.in[2], ph = s.pb[1], pw = s.pb[2];
-  const int64_t phase = p.tiles_w + 1, row = 4 * phase;
+void PadInput4(const ConvShape& s, const WinogradPlan& p, const float* x, int64_t c0, int64_t c1,
+               int64_t r0, int64_t r1, float* xp) {
+  const int64_t W = s.in[2], pw = s.pb[2];
+  const int64_t phase = p.tiles_w + 1;
 #if HWY_TARGET != HWY_SCALAR
   const hn::ScalableTag<float> d;
   using Vec = hn::Vec<decltype(d)>;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
 #endif
-  for (int64_t c = c0; c < c1; ++c)
-    for (int64_t r = r0; r < r1; ++r) {
-      float* out = xp + (c * p.hp + r - p.row0) * row;
-      const int64_t ih = r - ph;
-      if (ih < 0 || ih >= H) {
-        std::fill(out, out + row, 0.0f);
-        continue;
-      }
-      const float* xr = x + (c * H + ih) * W - pw;  // xr[q]: padded column q
-      int64_t k = 0;
+  ForEachPadRow(s, p, x, c0, c1, r0, r1, xp, [&](float* out, const float* xr) {
+    int64_t k = 0;
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-      HWY_ALIGN float g[4 * kOutputGroupLanes];  // four vectors of at most 16 lanes
-      for (; k < phase; k += L) {
-        for (int64_t i = 0; i < 4; ++i) {
-          const int64_t q = 4 * k - pw + i * L;
-          hn::Store(hn::MaskedLoad(LanesInRow(d, q, W), d, xr + 4 * k + i * L), d, g + i * L);
-        }
-        Vec a[4];
-        hn::LoadInterleaved4(d, g, a[0], a[1], a[2], a[3]);
-        const auto mo = hn::FirstN(d, static_cast<size_t>(std::min(L, phase - k)));
-        for (int j = 0; j < 4; ++j) hn::BlendedStore(a[j], mo, d, out + j * phase + k);
+    HWY_ALIGN float g[4 * kOutputGroupLanes];  // four vectors of at most 16 lanes
+    for (; k < phase; k += L) {
+      for (int64_t i = 0; i < 4; ++i) {
+        const int64_t q = 4 * k - pw + i * L;
+        hn::Store(hn::MaskedLoad(LanesInRow(d, q, W), d, xr + 4 * k + i * L), d, g + i * L);
       }
-#else
-      auto edge = [&](int64_t k) {
-        for (int j = 0; j < 4; ++j) {
-          const int64_t q = 4 * k + j - pw;
-          out[j * phase + k] = q >= 0 && q < W ? xr[4 * k + j] : 0.0f;
-        }
-      };
-#if HWY_TARGET != HWY_SCALAR
-      const int64_t k0 = std::min(phase, (pw + 3) / 4);  // first k whose columns are all in the row
-      for (; k < k0; ++k) edge(k);
-      for (; k + L <= phase && 4 * (k + L) - pw <= W; k += L) {
-        Vec a[4];
-        hn::LoadInterleaved4(d, xr + 4 * k, a[0], a[1], a[2], a[3]);
-        for (int j = 0; j < 4; ++j) hn::StoreU(a[j], d, out + j * phase + k);
-      }
-#endif
-      for (; k < phase; ++k) edge(k);
-#endif
+      Vec a[4];
+      hn::LoadInterleaved4(d, g, a[0], a[1], a[2], a[3]);
+      const auto mo = hn::FirstN(d, static_cast<size_t>(std::min(L, phase - k)));
+      for (int j = 0; j < 4; ++j) hn::BlendedStore(a[j], mo, d, out + j * phase + k);
     }
+#else
+    auto edge = [&](int64_t k) {
+      for (int j = 0; j < 4; ++j) {
+        const int64_t q = 4 * k + j - pw;
+        out[j * phase + k] = q >= 0 && q < W ? xr[4 * k + j] : 0.0f;
+      }
+    };
+#if HWY_TARGET != HWY_SCALAR
+    const int64_t k0 = std::min(phase, (pw + 3) / 4);  // first k whose columns are all in the row
+    for (; k < k0; ++k) edge(k);
+    for (; k + L <= phase && 4 * (k + L) - pw <= W; k += L) {
+      Vec a[4];
+      hn::LoadInterleaved4(d, xr + 4 * k, a[0], a[1], a[2], a[3]);
+      for (int j = 0; j < 4; ++j) hn::StoreU(a[j], d, out + j * phase + k);
+    }
+#endif
+    for (; k < phase; ++k) edge(k);
+#endif
+  });
+}
+
+void PadInputImpl(const ConvShape& s, const WinogradPlan& p, const float* x, int64_t c0, int64_t c1,
+                  int64_t r0, int64_t r1, float* xp) {
+  if (p.m == 4)
+    PadInput4(s, p, x, c0, c1, r0, r1, xp);
+  else
+    PadInput2(s, p, x, c0, c1, r0, r1, xp);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -538,30 +517,19 @@ namespace kernels {
 HWY_EXPORT(InputImpl);
 HWY_EXPORT(OutputImpl);
 HWY_EXPORT(PadInputImpl);
-HWY_EXPORT(Input4Impl);
-HWY_EXPORT(PadInput4Impl);
 
 void winograd_pad_input(const ConvShape& s, const WinogradPlan& p, const float* x, int64_t c0,
                         int64_t c1, float* xp) {
-  if (p.m == 4)
-    HWY_DYNAMIC_DISPATCH(PadInput4Impl)(s, p, x, c0, c1, p.row0, p.row0 + p.hp, xp);
-  else
-    HWY_DYNAMIC_DISPATCH(PadInputImpl)(s, p, x, c0, c1, p.row0, p.row0 + p.hp, xp);
+  HWY_DYNAMIC_DISPATCH(PadInputImpl)(s, p, x, c0, c1, p.row0, p.row0 + p.hp, xp);
 }
 
 void winograd_pad_input_rows(const ConvShape& s, const WinogradPlan& p, const float* x, int64_t r0,
                              int64_t r1, float* xp) {
-  if (p.m == 4)
-    HWY_DYNAMIC_DISPATCH(PadInput4Impl)(s, p, x, 0, s.C, r0, r1, xp);
-  else
-    HWY_DYNAMIC_DISPATCH(PadInputImpl)(s, p, x, 0, s.C, r0, r1, xp);
+  HWY_DYNAMIC_DISPATCH(PadInputImpl)(s, p, x, 0, s.C, r0, r1, xp);
 }
 
 void winograd_input_transform(const WinogradXform& x, const float* xp, float* v) {
-  if (x.m == 4)
-    HWY_DYNAMIC_DISPATCH(Input4Impl)(x, xp, v);
-  else
-    HWY_DYNAMIC_DISPATCH(InputImpl)(x, xp, v);
+  HWY_DYNAMIC_DISPATCH(InputImpl)(x, xp, v);
 }
 void winograd_output_transform(const WinogradXform& x, const float* m, const float* bias,
                                float lo, float hi, float* y, const float* addend) {

@@ -34,8 +34,6 @@ namespace kernels {
 // 2-D (trivial D axis), 3x3, stride 1, dilation 1, one group.
 bool winograd_applies(const ConvShape& s);
 
-// Output tile sizes m: F(m x m, 3x3) transforms (m + 2) x (m + 2) patches.
-constexpr int kWinogradTileMax = 4;
 struct WinogradWeights {
   int m = 2;      // output tile: 2 (F(2x2, 3x3)) or 4 (F(4x4, 3x3))
   int64_t M = 0, C = 0;
