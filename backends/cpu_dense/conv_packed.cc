@@ -233,6 +233,106 @@ void ConvPacked::run_expand(const RunContext& ctx, const kernels::ConvShape& s, 
   });
 }
 
+// A 3x3 depthwise conv computed inside the pointwise conv that alone reads its output
+// ("projection" after it in mobilenet_v2): a band of output rows of every channel into
+// the slot (dwconv_rows), then the 1x1's tiles over the band, B read from the slot in
+// place; the depthwise's output (1.6 MB at 32 x 112x112) is never written out and read
+// back from memory. Bands of about kDwBandFloats: the GEMM's 32-wide B strips of the
+// band's C rows stay in L1 while W's row panels pass over them. On maps under
+// kDwProjectMinPixels the whole output stays in L2 anyway.
+constexpr int64_t kDwProjectMinPixels = 56 * 56;
+constexpr int64_t kDwProjectMaxChannels = 256;  // a B strip (C x 32 floats) within L1
+constexpr int64_t kDwBandFloats = 16384;
+// Floats per channel row of the band in the slot: whole panels, so that every tile reads
+// NR floats of each B row (gemm.h).
+static int64_t dw_band_ld(int64_t rows, int64_t ow) {
+  const int64_t nr = kernels::gemm_nr();
+  return (rows * ow + nr - 1) / nr * nr;
+}
+
+bool ConvPacked::fuse_depthwise(const ConvPacked& dw, const kernels::ConvShape& ds, const kernels::ConvShape& s) {
+  if (depthwise_ || winograd_.u || expand_.K > 0 || dwp_ || direct_name_ || !gemm_.in_place || gemm_.group != 1 ||
+      !s.pointwise() || s.group != 1 || s.C != ds.M || gemm_.K != s.C || gemm_.M != s.M || s.N != ds.N ||
+      s.in[0] != ds.out[0] || s.in[1] != ds.out[1] || s.in[2] != ds.out[2])
+    return false;
+  if (!dw.depthwise_ || dw.expand_.K > 0 || dw.dwp_ || ds.M != ds.C || ds.P() < kDwProjectMinPixels ||
+      ds.M > kDwProjectMaxChannels || !kernels::dwconv_rows_applies(ds) || dw.use_dw_block(ds))
+    return false;
+  const int64_t C = ds.C, taps = ds.taps();
+  dwp_w_ = kernels::alloc_floats(size_t(C * taps));
+  std::memcpy(dwp_w_.get(), dw.dw_w_.get(), size_t(C * taps) * sizeof(float));
+  if (dw.dw_b_) {
+    dwp_b_ = kernels::alloc_floats(size_t(C));
+    std::memcpy(dwp_b_.get(), dw.dw_b_.get(), size_t(C) * sizeof(float));
+  }
+  dwp_lo_ = dw.lo_;
+  dwp_hi_ = dw.hi_;
+  dwp_shape_ = ds;
+  // Even (the rows kernel writes two at a time), at least 2.
+  dwp_rows_ = std::max<int64_t>(2, kDwBandFloats / (C * ds.out[2]) / 2 * 2);
+  dwp_ = true;
+  return true;
+}
+
+void ConvPacked::run_after_dw(const RunContext& ctx, const kernels::ConvShape& s, const float* x0,
+                              const float* w_rows, float* y, const float* addend) const {
+  const kernels::ConvShape& ds = dwp_shape_;
+  if (!dwp_ || !s.pointwise() || s.N != ds.N || s.C != ds.M || s.in[1] != ds.out[1] || s.in[2] != ds.out[2])
+    throw PluginError("1x1 conv with its depthwise fused: shape differs from the one it was prepared for");
+  if (addend && addend == y) throw PluginError("1x1 conv with its depthwise fused: the addend shares the output's memory");
+  const int64_t C = s.C, M = s.M, P = s.P(), OH = ds.out[1], OW = ds.out[2];
+  const int64_t rows = dwp_rows_, bands = (OH + rows - 1) / rows, ld = dw_band_ld(rows, OW);
+  const int64_t nr = kernels::gemm_nr();
+  const kernels::TileFn tile_fn = kernels::gemm_tile_fn(), tall_fn = kernels::gemm_tall_tile_fn();
+  const float* tall = gemm_.tall.get();
+  const float* bias = gemm_.bias.get();
+  const float lo = lo_, hi = hi_;
+  run_in_slots(ctx, s.N * bands, C * ld, "1x1 conv with its depthwise fused", [&](int64_t i, float* band) {
+    const int64_t n = i / bands, oh0 = i % bands * rows, oh1 = std::min(OH, oh0 + rows);
+    const int64_t px = (oh1 - oh0) * OW, base = n * M * P + oh0 * OW;
+    for (int64_t c = 0; c < C; ++c)
+      kernels::dwconv_rows(ds, n * C + c, oh0, oh1, x0, dwp_w_.get(), dwp_b_.get(), band + c * ld, OW, dwp_lo_,
+                           dwp_hi_);
+    kernels::Epilogue e;
+    e.bias_per_row = true;
+    e.lo = lo;
+    e.hi = hi;
+    kernels::Tile t;
+    t.K = C;
+    t.ldb = ld;
+    t.ldc = P;
+    for (int64_t j = 0; j < px; j += nr) {
+      const int64_t cols = std::min(nr, px - j);
+      if (tall) {  // 16 rows x one vector (gemm.h): each B strip read once or twice
+        for (int64_t r0 = 0; r0 < M; r0 += kernels::kGemmTallRows)
+          for (int64_t h = 0; h < cols; h += nr / 2) {
+            t.a = tall + r0 * C;
+            t.b = band + j + h;
+            t.c = y + base + r0 * P + j + h;
+            t.mr = static_cast<int>(std::min<int64_t>(kernels::kGemmTallRows, M - r0));
+            t.nr = static_cast<int>(std::min(nr / 2, cols - h));
+            e.bias = bias ? bias + r0 : nullptr;
+            e.addend = addend ? addend + base + r0 * P + j + h : nullptr;
+            tall_fn(t, e);
+          }
+        continue;
+      }
+      t.a_rs = C;  // W's rows in place
+      t.a_cs = 1;
+      t.b = band + j;
+      t.nr = static_cast<int>(cols);
+      for (int64_t i0 = 0; i0 < M; i0 += kernels::kGemmMR) {
+        t.a = w_rows + i0 * C;
+        t.c = y + base + i0 * P + j;
+        t.mr = static_cast<int>(std::min<int64_t>(kernels::kGemmMR, M - i0));
+        e.bias = bias ? bias + i0 : nullptr;
+        e.addend = addend ? addend + base + i0 * P + j : nullptr;
+        tile_fn(t, e);
+      }
+    }
+  });
+}
+
 kernels::ConvPlan ConvPacked::plan(const kernels::ConvShape& s, int threads) const {
   std::lock_guard<std::mutex> lock(plan_mu_);
   if (plan_threads_ != threads || !(plan_shape_ == s)) {
@@ -264,6 +364,10 @@ static int64_t k_parts_floats(const kernels::ConvShape& s, const kernels::ConvPl
 // with 0, the most any thread count takes.
 size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s, int threads) const {
   const auto bytes = [](int64_t floats) { return size_t(floats) * sizeof(float); };
+  if (dwp_) {
+    const int64_t bands = (dwp_shape_.out[1] + dwp_rows_ - 1) / dwp_rows_;
+    return run_in_slots_bytes(threads, s.N * bands, s.C * dw_band_ld(dwp_rows_, dwp_shape_.out[2]));
+  }
   if (use_winograd(s)) {
     const kernels::WinogradPlan p = kernels::plan_winograd(s, winograd_.m);
     if (p.blocks == 1) {

@@ -139,6 +139,7 @@ class ConvPacked {
   ConvPacked(const float* w, int64_t M, int64_t Cg, int64_t taps, int64_t group,
              const float* bias, int spatial, int winograd_tile = 0, int64_t stride_area = 1);
   const char* name() const {
+    if (dwp_) return "f32_dwconv3x3_conv1x1__fused";
     if (expand_.K > 0) return "f32_conv1x1_dwconv__fused";
     if (depthwise_) return "f32_dwconv_direct";
     if (direct_name_) return "f32_conv_direct_6x2v__phases";
@@ -181,6 +182,19 @@ class ConvPacked {
   }
   // The run with the expand fused: x1 = the expand's input [N, K, in...] (s as at fusing).
   void run_expand(const RunContext& ctx, const kernels::ConvShape& s, const float* x1, float* y) const;
+  // Takes on the 3x3 depthwise conv `dw` (of shape ds; its weights, bias and clamp) that
+  // alone writes this pointwise conv's input, for this conv's run shape s: true where the
+  // depthwise reads its rows in place (kernels::dwconv_rows_applies) on a map large enough
+  // to pay (conv_packed.cc); every run then goes through run_after_dw, the input never
+  // stored.
+  bool fuse_depthwise(const ConvPacked& dw, const kernels::ConvShape& ds, const kernels::ConvShape& s);
+  bool fused_depthwise() const { return dwp_; }
+  // The depthwise's shape at fusing (fused_depthwise()).
+  const kernels::ConvShape& fused_depthwise_shape() const { return dwp_shape_; }
+  // The run with the depthwise fused: x0 = the depthwise's input [N, C, in...] (ds as at
+  // fusing), s this conv's shape; addend as run's (never y itself).
+  void run_after_dw(const RunContext& ctx, const kernels::ConvShape& s, const float* x0, const float* w_rows,
+                    float* y, const float* addend) const;
   // On one thread, for a consumer that runs the conv a band of output rows at a time
   // (conv_pool.h): whether this conv can (the GEMM and direct paths: not depthwise, not
   // Winograd, no fused expand), the scratch floats run_rows takes for the shape s (a band:
@@ -233,6 +247,13 @@ class ConvPacked {
   kernels::FloatBuf expand_wt_, expand_b_;
   kernels::DwExpand expand_;
   kernels::ConvShape expand_shape_;
+  // A fused depthwise producer (fuse_depthwise): its weights [C, 9], bias, clamp, shape,
+  // and the output rows a band computes at a time.
+  bool dwp_ = false;
+  kernels::FloatBuf dwp_w_, dwp_b_;
+  float dwp_lo_ = 0.0f, dwp_hi_ = 0.0f;
+  kernels::ConvShape dwp_shape_;
+  int64_t dwp_rows_ = 0;
   // The last plan (sessions sharing the model may run the node at once); none while
   // plan_threads_ is 0.
   mutable std::mutex plan_mu_;

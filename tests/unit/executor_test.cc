@@ -559,6 +559,83 @@ TEST_SUITE("executor") {
         CHECK(compare_fused(fused, plain, {test::random_tensor({2, 8, 28, 29}, 80 + k)}, 4, threads) == -3);
   }
 
+  TEST_CASE("3x3 depthwise (and its Clip) computed inside the 1x1 conv that alone reads it") {
+    auto e = test::make_engine();
+    // mobilenet_v2's first block: depthwise 3x3 -> Clip -> 1x1 projection (ABI 1.6,
+    // mn_kernel.fuse_producer, the consumer this time a pointwise conv). Fused where the
+    // depthwise reads its rows in place (AVX-512; rows 64+ wide, or channels not in whole
+    // vectors, as without the fusion) on maps of 56x56 pixels and more: d1 (bias, Clip;
+    // 56x67) into p1 (32 -> 16: tall tiles), d2 (stride 2 from 115x113 to 58x57, 24
+    // channels, no bias) into p2 (24 -> 40: 6-row tiles, bias, a residual Add fused too).
+    // Not fused: d3 on a 28x28 map, d4 read by two nodes, d5 a 5x5 kernel. With `expose`
+    // the depthwise outputs are graph outputs too: nothing is fused.
+    auto build = [](bool expose) {
+      ModelBuilder b("dw_project");
+      b.add_input("x", DataType::kFloat32, Shape{2, 32, 56, 67});
+      b.add_input("x2", DataType::kFloat32, Shape{2, 24, 115, 113});
+      b.add_input("r2", DataType::kFloat32, Shape{2, 40, 58, 57});
+      b.add_input("x3", DataType::kFloat32, Shape{1, 32, 28, 28});
+      b.add_constant("wd1", test::random_tensor({32, 1, 3, 3}, 1));
+      b.add_constant("bd1", test::random_tensor({32}, 2));
+      b.add_constant("wp1", test::random_tensor({16, 32, 1, 1}, 3));
+      b.add_constant("bp1", test::random_tensor({16}, 4));
+      b.add_constant("wd2", test::random_tensor({24, 1, 3, 3}, 5));
+      b.add_constant("wp2", test::random_tensor({40, 24, 1, 1}, 6));
+      b.add_constant("bp2", test::random_tensor({40}, 7));
+      b.add_constant("wd3", test::random_tensor({32, 1, 3, 3}, 8));
+      b.add_constant("wp3", test::random_tensor({16, 32, 1, 1}, 9));
+      b.add_constant("wd4", test::random_tensor({32, 1, 3, 3}, 10));
+      b.add_constant("wp4", test::random_tensor({16, 32, 1, 1}, 11));
+      b.add_constant("wd5", test::random_tensor({32, 1, 5, 5}, 12));
+      b.add_constant("wp5", test::random_tensor({16, 32, 1, 1}, 13));
+      b.add_constant("lo", Tensor::from_vector<float>({}, {0.0f}));
+      b.add_constant("hi", Tensor::from_vector<float>({}, {0.75f}));
+      const std::vector<Attr> dw = {Attr::Int("group", 32), Attr::Ints("pads", {1, 1, 1, 1})};
+      b.add_node("Conv", {"x", "wd1", "bd1"}, {"d1"}, dw, "d1");
+      b.add_node("Clip", {"d1", "lo", "hi"}, {"k1"}, {}, "clip1");
+      b.add_node("Conv", {"k1", "wp1", "bp1"}, {"p1"}, {}, "p1");
+      b.add_node("Conv", {"x2", "wd2"}, {"d2"},
+                 {Attr::Int("group", 24), Attr::Ints("pads", {1, 1, 1, 1}), Attr::Ints("strides", {2, 2})}, "d2");
+      b.add_node("Conv", {"d2", "wp2", "bp2"}, {"p2"}, {}, "p2");
+      b.add_node("Add", {"p2", "r2"}, {"a2"}, {}, "a2");
+      b.add_node("Conv", {"x3", "wd3"}, {"d3"}, dw, "d3");
+      b.add_node("Conv", {"d3", "wp3"}, {"p3"}, {}, "p3");
+      b.add_node("Conv", {"x", "wd4"}, {"d4"}, dw, "d4");
+      b.add_node("Conv", {"d4", "wp4"}, {"p4"}, {}, "p4");
+      b.add_node("Add", {"d4", "d4"}, {"a4"}, {}, "a4");
+      b.add_node("Conv", {"x", "wd5"}, {"d5"}, {Attr::Int("group", 32), Attr::Ints("pads", {2, 2, 2, 2})}, "d5");
+      b.add_node("Conv", {"d5", "wp5"}, {"p5"}, {}, "p5");
+      for (const char* o : {"p1", "a2", "p3", "p4", "a4", "p5"}) b.add_output(o);
+      if (expose)
+        for (const char* o : {"d1", "d2"}) b.add_output(o);
+      return b.build().value();
+    };
+    auto fused = e->prepare(build(false)).value();
+    auto plain = e->prepare(build(true)).value();
+    std::map<std::string, KernelChoice> choice_of = choices_by_name(*fused);
+    // The depthwise rows kernel: Highway's AVX-512 targets.
+    const bool rows = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw");
+    if (rows) {
+      for (const char* n : {"p1", "p2"}) CHECK_MESSAGE(choice_of[n].kernel == "f32_dwconv3x3_conv1x1__fused", n);
+      for (const char* n : {"d1", "clip1", "d2"}) {
+        CHECK_MESSAGE(choice_of[n].kernel == "fused", n);
+        CHECK_MESSAGE(choice_of[n].reason.find("node 'p") != std::string::npos, n << ": " << choice_of[n].reason);
+      }
+    }
+    for (const char* n : {"d3", "p3", "d4", "p4", "d5", "p5"})
+      CHECK_MESSAGE(choice_of[n].kernel.find("fused") == std::string::npos, n << ": " << choice_of[n].kernel);
+    for (const auto& c : plain->choices())
+      CHECK_MESSAGE(c.kernel.find("conv1x1__fused") == std::string::npos,
+                    plain->model().graph().nodes[size_t(c.node)].name);
+    for (int threads : {1, 2, 3})
+      for (int k = 0; k < 2; ++k)  // d1, clip1, d2 do not run
+        CHECK(compare_fused(fused, plain,
+                            {test::random_tensor({2, 32, 56, 67}, 80 + k), test::random_tensor({2, 24, 115, 113}, 82 + k),
+                             test::random_tensor({2, 40, 58, 57}, 84 + k), test::random_tensor({1, 32, 28, 28}, 86 + k)},
+                            6, threads) == (rows ? -3 : 0));
+  }
+
   TEST_CASE("Conv (and its Relu) computed by the MaxPool that alone reads it, a band of rows at a time") {
     auto e = test::make_engine();
     // Fused (conv_pool.h: 2-D, one group, pool row stride 2+, conv output of 1 MB or more

@@ -198,6 +198,11 @@ inline bool dwconv_rows_shape(const ConvShape& s) {
   return s.s[1] == 2 && s.out[1] == (s.in[1] - 1) / 2 + 1 && s.out[2] == (s.in[2] - 1) / 2 + 1;
 }
 bool dwconv_rows_applies(const ConvShape& s);
+// Where dwconv_rows_applies: output rows [oh0, oh1) of plane `plane` (as dwconv_plane's),
+// row oh at y + (oh - oh0) * ys (a band of rows anywhere: ConvPacked's depthwise -> 1x1
+// fusion). oh0 even, and oh1 even or the plane's last row's end: two rows at a time.
+void dwconv_rows(const ConvShape& s, int64_t plane, int64_t oh0, int64_t oh1, const float* x, const float* w,
+                 const float* bias, float* y, int64_t ys, float lo, float hi);
 // dwconv_plane's scratch per plane: the padded plane (dwconv_slot_floats), or none where
 // it reads X's rows in place.
 int64_t dwconv_plane_slot_floats(const ConvShape& s);

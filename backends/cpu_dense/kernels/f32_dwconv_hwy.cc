@@ -137,7 +137,7 @@ HWY_INLINE V KernelRow(const V* wk, int kr, V vl, V vc, V vr, V acc) {
 }
 template <int NJ, class D, class V = hn::Vec<D>>
 HWY_INLINE void Rows3x3Group(D d, const float* xp, int64_t H, int64_t W, int64_t oh, int64_t o0,
-                             const V* wk, V vb, V vlo, V vhi, float* yp) {
+                             const V* wk, V vb, V vlo, V vhi, float* yrow, int64_t ys) {
   constexpr int64_t L = HWY_LANES(float);
   using M = hn::Mask<D>;
   M ml[NJ], mc[NJ], mr[NJ];
@@ -172,9 +172,9 @@ HWY_INLINE void Rows3x3Group(D d, const float* xp, int64_t H, int64_t W, int64_t
     }
   }
   for (int q = 0; q < NJ; ++q) {
-    float* yr = yp + oh * W + o0 + q * L;
+    float* yr = yrow + o0 + q * L;
     hn::BlendedStore(hn::Min(hn::Max(a0[q], vlo), vhi), mc[q], d, yr);
-    if (two) hn::BlendedStore(hn::Min(hn::Max(a1[q], vlo), vhi), mc[q], d, yr + W);
+    if (two) hn::BlendedStore(hn::Min(hn::Max(a1[q], vlo), vhi), mc[q], d, yr + ys);
   }
 }
 // Stride 2: output column o + q reads input columns 2 (o + q) - 1, 2 (o + q), 2 (o + q) + 1,
@@ -182,7 +182,8 @@ HWY_INLINE void Rows3x3Group(D d, const float* xp, int64_t H, int64_t W, int64_t
 // ConcatEven). Two output rows read five input rows, sharing the middle one.
 template <int NJ, class D, class V = hn::Vec<D>>
 HWY_INLINE void Rows3x3S2Group(D d, const float* xp, int64_t IH, int64_t IW, int64_t OH, int64_t OW,
-                               int64_t oh, int64_t o0, const V* wk, V vb, V vlo, V vhi, float* yp) {
+                               int64_t oh, int64_t o0, const V* wk, V vb, V vlo, V vhi, float* yrow,
+                               int64_t ys) {
   constexpr int64_t L = HWY_LANES(float);
   using M = hn::Mask<D>;
   M me0[NJ], me1[NJ], ml0[NJ], ml1[NJ], mo[NJ];
@@ -222,9 +223,9 @@ HWY_INLINE void Rows3x3S2Group(D d, const float* xp, int64_t IH, int64_t IW, int
     }
   }
   for (int q = 0; q < NJ; ++q) {
-    float* yr = yp + oh * OW + o0 + q * L;
+    float* yr = yrow + o0 + q * L;
     hn::BlendedStore(hn::Min(hn::Max(a0[q], vlo), vhi), mo[q], d, yr);
-    if (two) hn::BlendedStore(hn::Min(hn::Max(a1[q], vlo), vhi), mo[q], d, yr + OW);
+    if (two) hn::BlendedStore(hn::Min(hn::Max(a1[q], vlo), vhi), mo[q], d, yr + ys);
   }
 }
 #endif
@@ -238,9 +239,11 @@ bool RowsImplApplies(const ConvShape& s) {
 #endif
 }
 
-// One output plane by Rows3x3Group (dwconv_rows_shape; AVX-512 only).
-void Rows3x3Plane(const ConvShape& s, int64_t plane, const float* x, const float* w,
-                  const float* bias, float* y, float lo, float hi) {
+// Output rows [oh0, oh1) of one plane by Rows3x3Group (dwconv_rows_shape; AVX-512 only),
+// row oh at yp + (oh - oh0) * ys. oh0 even; oh1 even or the last row's end (the groups
+// write two rows at a time).
+void Rows3x3Rows(const ConvShape& s, int64_t plane, int64_t oh0, int64_t oh1, const float* x, const float* w,
+                 const float* bias, float* yp, int64_t ys, float lo, float hi) {
 #ifdef MINNOW_DW_ROWS
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
@@ -248,17 +251,17 @@ void Rows3x3Plane(const ConvShape& s, int64_t plane, const float* x, const float
   const int64_t IH = s.in[1], IW = s.in[2], OH = s.out[1], OW = s.out[2];
   const int64_t m = plane % s.M, n = plane / s.M;
   const float* xp = x + (n * s.C + m / s.Mg()) * IH * IW;
-  float* yp = y + plane * OH * OW;
   V wk[9];
   for (int t = 0; t < 9; ++t) wk[t] = hn::Set(d, w[m * 9 + t]);
   const V vb = hn::Set(d, bias ? bias[m] : 0.0f), vlo = hn::Set(d, lo), vhi = hn::Set(d, hi);
   const int64_t nv = (OW + L - 1) / L;
   const bool s2 = s.s[2] == 2;
-  for (int64_t oh = 0; oh < OH; oh += 2) {
+  for (int64_t oh = oh0; oh < oh1; oh += 2) {
     int64_t j = 0;
+    float* yr = yp + (oh - oh0) * ys;
 #define MINNOW_DW_ROWS_GROUP(NJ)                                                                 \
-  (s2 ? Rows3x3S2Group<NJ>(d, xp, IH, IW, OH, OW, oh, j * L, wk, vb, vlo, vhi, yp)               \
-      : Rows3x3Group<NJ>(d, xp, IH, IW, oh, j * L, wk, vb, vlo, vhi, yp))
+  (s2 ? Rows3x3S2Group<NJ>(d, xp, IH, IW, OH, OW, oh, j * L, wk, vb, vlo, vhi, yr, ys)           \
+      : Rows3x3Group<NJ>(d, xp, IH, IW, oh, j * L, wk, vb, vlo, vhi, yr, ys))
     for (; j + 4 <= nv; j += 4) MINNOW_DW_ROWS_GROUP(4);
     switch (nv - j) {
       case 3: MINNOW_DW_ROWS_GROUP(3); break;
@@ -269,10 +272,15 @@ void Rows3x3Plane(const ConvShape& s, int64_t plane, const float* x, const float
 #undef MINNOW_DW_ROWS_GROUP
   }
 #else
-  (void)s, (void)plane, (void)x, (void)w, (void)bias, (void)y, (void)lo, (void)hi;
+  (void)s, (void)plane, (void)oh0, (void)oh1, (void)x, (void)w, (void)bias, (void)yp, (void)ys, (void)lo, (void)hi;
 #endif
 }
 #undef MINNOW_DW_ROWS
+
+void RowsImpl(const ConvShape& s, int64_t plane, int64_t oh0, int64_t oh1, const float* x, const float* w,
+              const float* bias, float* y, int64_t ys, float lo, float hi) {
+  Rows3x3Rows(s, plane, oh0, oh1, x, w, bias, y, ys, lo, hi);
+}
 
 void PlaneImpl(const ConvShape& s, int64_t plane, const float* x, const float* w,
                const float* bias, float* y, float* slot, float lo, float hi) {
@@ -288,7 +296,7 @@ void PlaneImpl(const ConvShape& s, int64_t plane, const float* x, const float* w
   const float* xp = x + (n * s.C + ic) * IH * IW;
   const float* wp = w + m * KH * KW;
   float* yp = y + plane * OH * OW;
-  if (RowsImplApplies(s)) return Rows3x3Plane(s, plane, x, w, bias, y, lo, hi);
+  if (RowsImplApplies(s)) return Rows3x3Rows(s, plane, 0, OH, x, w, bias, yp, OW, lo, hi);
 
   BuildPlane(s, xp, 0.0f, slot);
 
@@ -1210,6 +1218,7 @@ HWY_EXPORT(ExpandBlockImpl);
 HWY_EXPORT(MaxBlockImpl);
 HWY_EXPORT(TransposesImpl);
 HWY_EXPORT(RowsImplApplies);
+HWY_EXPORT(RowsImpl);
 
 void maxpool_plane(const ConvShape& s, int64_t plane, const float* x, float* y, float* slot) {
   HWY_DYNAMIC_DISPATCH(MaxPlaneImpl)(s, plane, x, y, slot);
@@ -1237,6 +1246,10 @@ void dwconv_plane(const ConvShape& s, int64_t plane, const float* x, const float
 int64_t dwconv_block_lanes() { return HWY_DYNAMIC_DISPATCH(DwLanesImpl)(); }
 bool dwconv_block_transposes() { return HWY_DYNAMIC_DISPATCH(TransposesImpl)(); }
 bool dwconv_rows_applies(const ConvShape& s) { return HWY_DYNAMIC_DISPATCH(RowsImplApplies)(s); }
+void dwconv_rows(const ConvShape& s, int64_t plane, int64_t oh0, int64_t oh1, const float* x, const float* w,
+                 const float* bias, float* y, int64_t ys, float lo, float hi) {
+  HWY_DYNAMIC_DISPATCH(RowsImpl)(s, plane, oh0, oh1, x, w, bias, y, ys, lo, hi);
+}
 int64_t dwconv_plane_slot_floats(const ConvShape& s) { return dwconv_rows_applies(s) ? 0 : dwconv_slot_floats(s); }
 
 // What both channel-blocked kernels need: a 2-D window (the D axis trivial), channels in

@@ -67,11 +67,24 @@ class ConvKernel final : public OpKernel, public PackedConvSource {
   // fuse_producer): computed a chunk of rows at a time inside the channel blocks
   // (ConvPacked::fuse_expand decides where that pays), X never stored. The producer's X,
   // W, B come after this node's inputs, from first_extra on.
+  // Or, this conv being pointwise, the 3x3 depthwise conv (and its clamp) writing its X
+  // alone: computed a band of rows at a time as this conv reads it (ConvPacked::
+  // fuse_depthwise decides where that pays); the depthwise's X, W, B come after.
   bool fuse_producer(int input_index, Kernel& producer, int first_extra) override {
     auto* p = dynamic_cast<ConvKernel*>(&producer);
-    if (input_index != 0 || !fast_ || addend_input_ >= 0 || !static_shape_ || !p || !p->fast_ || !p->w_const_ ||
-        p->addend_input_ >= 0 || p->group_ != 1 || p->attrs_.nsp != attrs_.nsp)
+    if (input_index != 0 || !fast_ || !static_shape_ || !p || !p->fast_ || !p->w_const_ || p->addend_input_ >= 0 ||
+        p->attrs_.nsp != attrs_.nsp)
       return false;
+    if (!fast_->depthwise()) {
+      if (group_ != 1 || attrs_.nsp != 2 || !p->static_shape_ || !p->fast_->depthwise()) return false;
+      for (int i = 0; i < attrs_.nsp; ++i)
+        if (w_dims_[2 + i] != 1 || attrs_.stride[i] != 1 || attrs_.pad_begin[i] != 0 || attrs_.pad_end[i] != 0)
+          return false;
+      if (!fast_->fuse_depthwise(*p->fast_, *p->static_shape_, *static_shape_)) return false;
+      producer_first_ = first_extra;
+      return true;
+    }
+    if (addend_input_ >= 0 || p->group_ != 1) return false;
     for (int i = 0; i < p->attrs_.nsp; ++i)
       if (p->w_dims_[2 + i] != 1 || p->attrs_.stride[i] != 1 || p->attrs_.pad_begin[i] != 0 || p->attrs_.pad_end[i] != 0)
         return false;
@@ -169,8 +182,11 @@ class ConvKernel final : public OpKernel, public PackedConvSource {
     double taps = 1;
     for (int i = 1; i < in[1].rank; ++i) taps *= static_cast<double>(in[1].dims[i]);
     double f = 2.0 * static_cast<double>(numel(out[0])) * taps;
-    // A fused pointwise producer: its multiply-adds too (X's elements x its input channels).
-    if (producer_first_ >= 0 && num_inputs > producer_first_ && in[producer_first_].rank > 1)
+    // A fused pointwise producer: its multiply-adds too (X's elements x its input channels);
+    // a fused depthwise one: X's elements x its taps.
+    if (producer_first_ >= 0 && fast_ && fast_->fused_depthwise())
+      f += 2.0 * static_cast<double>(numel(in[0])) * static_cast<double>(fast_->fused_depthwise_shape().taps());
+    else if (producer_first_ >= 0 && num_inputs > producer_first_ && in[producer_first_].rank > 1)
       f += 2.0 * static_cast<double>(numel(in[0])) * static_cast<double>(in[producer_first_].dims[1]);
     return f;
   }
@@ -235,7 +251,8 @@ class ConvKernel final : public OpKernel, public PackedConvSource {
            int num_outputs) const override {
     kernels::ConvShape shape;
     Axis ax[kMaxSpatial];
-    // A fused addend comes after the node's own inputs.
+    // A fused addend comes after the node's own inputs (a fused producer's after it).
+    const int all_inputs = num_inputs;
     const float* addend = nullptr;
     if (addend_input_ >= 0) {
       if (num_inputs <= addend_input_) fail("the fused Add's addend is missing at run time");
@@ -245,6 +262,19 @@ class ConvKernel final : public OpKernel, public PackedConvSource {
         fail("the fused Add's addend " + shape_str(r) + " differs from the output " + shape_str(out[0]));
       addend = static_cast<const float*>(r.data);
       num_inputs = addend_input_;
+    }
+    if (producer_first_ >= 0 && fast_->fused_depthwise()) {  // the fused depthwise's X, W, B
+      if (all_inputs < producer_first_ + 2) fail("the fused depthwise conv's inputs are missing at run time");
+      const mn_tensor& x0 = in[producer_first_];
+      check_dtype(x0, MN_F32, "the fused depthwise conv's X");
+      geometry(in, std::min(num_inputs, producer_first_), out, num_outputs, &shape, ax);
+      const kernels::ConvShape& ds = fast_->fused_depthwise_shape();
+      if (x0.rank != 4 || !x0.data || x0.dims[0] != shape.N || x0.dims[1] != ds.C || x0.dims[2] != ds.in[1] ||
+          x0.dims[3] != ds.in[2])
+        fail("the fused depthwise conv's X " + shape_str(x0) + " differs from the shape it was prepared for");
+      fast_->run_after_dw(ctx, shape, static_cast<const float*>(x0.data), static_cast<const float*>(in[1].data),
+                          static_cast<float*>(out[0].data), addend);
+      return;
     }
     if (producer_first_ >= 0) {  // the fused expand's X, W, B come after the node's inputs
       if (num_inputs < producer_first_ + 2) fail("the fused pointwise conv's inputs are missing at run time");

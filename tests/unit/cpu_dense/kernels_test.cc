@@ -1140,6 +1140,50 @@ TEST_CASE("pointwise expand fused into the channel-blocked depthwise matches the
   for (const ConvCase& c : big) check_expand_dw(rng, c, 7, true, true, true);
 }
 
+TEST_CASE("depthwise 3x3 rows in bands, each anywhere in memory, match the reference") {
+  // dwconv_rows (ConvPacked's depthwise -> 1x1 fusion): bands of 2 or 4 output rows from
+  // even rows on, the last one ending on any row, each written ys floats a row apart
+  // (nothing between the rows touched); stride 1 and 2, two images.
+  std::mt19937 rng(29);
+  const int64_t L = dwconv_block_lanes();
+  int applied = 0, count = 0;
+  for (int64_t st : {1, 2})
+    for (int64_t ow : {int64_t(3), L + 1, 4 * L + 1, int64_t(112)})
+      for (int64_t h : {1, 5, 8}) {
+        const int64_t w = st == 1 ? ow : 2 * ow, hin = st == 1 ? h : 2 * h - 1;
+        const ConvCase c{2, 3, 3, 3, {1, hin, w}, {1, 3, 3}, {1, st, st}, {1, 1, 1}, {0, 1, 1}, {0, 1, st == 1 ? 1 : 0}};
+        const ConvData d = conv_data(rng, c);
+        const ConvShape& s = d.s;
+        REQUIRE(dwconv_rows_shape(s));
+        REQUIRE(s.out[1] == h);
+        REQUIRE(s.out[2] == ow);
+        ++count;
+        if (!dwconv_rows_applies(s)) continue;
+        ++applied;
+        const bool clamp = count % 2 == 0;
+        const float lo = clamp ? 0.0f : -kInf, hi = clamp ? 0.5f : kInf;
+        std::vector<float> want(d.ref.size());
+        for (size_t i = 0; i < want.size(); ++i) want[i] = std::min(std::max(d.ref[i], lo), hi);
+        for (int64_t band : {2, 4}) {
+          const int64_t ys = ow + 3, planes = s.N * s.M;
+          std::vector<float> buf(size_t(planes * h * ys), kNaN), got(want.size());
+          for (int64_t plane = 0; plane < planes; ++plane)
+            for (int64_t oh0 = 0; oh0 < h; oh0 += band)
+              dwconv_rows(s, plane, oh0, std::min(h, oh0 + band), d.x.data(), d.w.data(), d.bias.data(),
+                          buf.data() + (plane * h + oh0) * ys, ys, lo, hi);
+          bool gaps_untouched = true;
+          for (int64_t r = 0; r < planes * h; ++r) {
+            for (int64_t o = 0; o < ow; ++o) got[size_t(r * ow + o)] = buf[size_t(r * ys + o)];
+            for (int64_t o = ow; o < ys; ++o) gaps_untouched = gaps_untouched && std::isnan(buf[size_t(r * ys + o)]);
+          }
+          expect_close(got, want, "dwconv_rows bands of " + std::to_string(band) + " " + describe(s));
+          CHECK_MESSAGE(gaps_untouched, describe(s));
+        }
+      }
+  if (std::string(simd_target_name()).rfind("AVX3", 0) == 0) CHECK(applied == count);
+  else CHECK(applied == 0);
+}
+
 TEST_CASE("depthwise 3x3 planes read in rows (stride 1 and 2) match the reference") {
   // dwconv_plane computes 3x3 "same" layers (stride 1; stride 2 with padding 0 or 1 after)
   // on X's rows in place (AVX-512): masked loads at both ends of a row, groups of 1-4
