@@ -279,7 +279,8 @@ void ConvPacked::run_after_dw(const RunContext& ctx, const kernels::ConvShape& s
   const kernels::ConvShape& ds = dwp_shape_;
   if (!dwp_ || !s.pointwise() || s.N != ds.N || s.C != ds.M || s.in[1] != ds.out[1] || s.in[2] != ds.out[2])
     throw PluginError("1x1 conv with its depthwise fused: shape differs from the one it was prepared for");
-  if (addend && addend == y) throw PluginError("1x1 conv with its depthwise fused: the addend shares the output's memory");
+  // The addend may be y itself (adds_onto_output): each tile reads its addend elements
+  // before it writes them, K in one block.
   const int64_t C = s.C, M = s.M, P = s.P(), OH = ds.out[1], OW = ds.out[2];
   const int64_t rows = dwp_rows_, bands = (OH + rows - 1) / rows, ld = dw_band_ld(rows, OW);
   const int64_t nr = kernels::gemm_nr();

@@ -192,7 +192,7 @@ class ConvPacked {
   // The depthwise's shape at fusing (fused_depthwise()).
   const kernels::ConvShape& fused_depthwise_shape() const { return dwp_shape_; }
   // The run with the depthwise fused: x0 = the depthwise's input [N, C, in...] (ds as at
-  // fusing), s this conv's shape; addend as run's (never y itself).
+  // fusing), s this conv's shape; addend as run's (y itself too).
   void run_after_dw(const RunContext& ctx, const kernels::ConvShape& s, const float* x0, const float* w_rows,
                     float* y, const float* addend) const;
   // On one thread, for a consumer that runs the conv a band of output rows at a time

@@ -567,8 +567,10 @@ TEST_SUITE("executor") {
     // vectors, as without the fusion) on maps of 56x56 pixels and more: d1 (bias, Clip;
     // 56x67) into p1 (32 -> 16: tall tiles), d2 (stride 2 from 115x113 to 58x57, 24
     // channels, no bias) into p2 (24 -> 40: 6-row tiles, bias, a residual Add fused too).
-    // Not fused: d3 on a 28x28 map, d4 read by two nodes, d5 a 5x5 kernel. With `expose`
-    // the depthwise outputs are graph outputs too: nothing is fused.
+    // d6 into p6 (32 -> 32) with a residual Add of t6, which dies there: the planner puts
+    // the sum (an arena tensor) in t6's memory (ABI 1.5), the tiles add it in place. Not fused: d3 on a
+    // 28x28 map, d4 read by two nodes, d5 a 5x5 kernel. With `expose` the depthwise
+    // outputs are graph outputs too: nothing is fused.
     auto build = [](bool expose) {
       ModelBuilder b("dw_project");
       b.add_input("x", DataType::kFloat32, Shape{2, 32, 56, 67});
@@ -588,6 +590,9 @@ TEST_SUITE("executor") {
       b.add_constant("wp4", test::random_tensor({16, 32, 1, 1}, 11));
       b.add_constant("wd5", test::random_tensor({32, 1, 5, 5}, 12));
       b.add_constant("wp5", test::random_tensor({16, 32, 1, 1}, 13));
+      b.add_constant("wd6", test::random_tensor({32, 1, 3, 3}, 14));
+      b.add_constant("wp6", test::random_tensor({32, 32, 1, 1}, 15));
+      b.add_constant("bp6", test::random_tensor({32}, 16));
       b.add_constant("lo", Tensor::from_vector<float>({}, {0.0f}));
       b.add_constant("hi", Tensor::from_vector<float>({}, {0.75f}));
       const std::vector<Attr> dw = {Attr::Int("group", 32), Attr::Ints("pads", {1, 1, 1, 1})};
@@ -605,9 +610,14 @@ TEST_SUITE("executor") {
       b.add_node("Add", {"d4", "d4"}, {"a4"}, {}, "a4");
       b.add_node("Conv", {"x", "wd5"}, {"d5"}, {Attr::Int("group", 32), Attr::Ints("pads", {2, 2, 2, 2})}, "d5");
       b.add_node("Conv", {"d5", "wp5"}, {"p5"}, {}, "p5");
-      for (const char* o : {"p1", "a2", "p3", "p4", "a4", "p5"}) b.add_output(o);
+      b.add_node("Relu", {"x"}, {"t6"}, {}, "t6");
+      b.add_node("Conv", {"x", "wd6"}, {"d6"}, dw, "d6");
+      b.add_node("Conv", {"d6", "wp6", "bp6"}, {"p6"}, {}, "p6");
+      b.add_node("Add", {"p6", "t6"}, {"a6"}, {}, "a6");
+      b.add_node("Neg", {"a6"}, {"n6"}, {}, "n6");
+      for (const char* o : {"p1", "a2", "p3", "p4", "a4", "p5", "n6"}) b.add_output(o);
       if (expose)
-        for (const char* o : {"d1", "d2"}) b.add_output(o);
+        for (const char* o : {"d1", "d2", "d6"}) b.add_output(o);
       return b.build().value();
     };
     auto fused = e->prepare(build(false)).value();
@@ -617,8 +627,8 @@ TEST_SUITE("executor") {
     const bool rows = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
                       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw");
     if (rows) {
-      for (const char* n : {"p1", "p2"}) CHECK_MESSAGE(choice_of[n].kernel == "f32_dwconv3x3_conv1x1__fused", n);
-      for (const char* n : {"d1", "clip1", "d2"}) {
+      for (const char* n : {"p1", "p2", "p6"}) CHECK_MESSAGE(choice_of[n].kernel == "f32_dwconv3x3_conv1x1__fused", n);
+      for (const char* n : {"d1", "clip1", "d2", "d6"}) {
         CHECK_MESSAGE(choice_of[n].kernel == "fused", n);
         CHECK_MESSAGE(choice_of[n].reason.find("node 'p") != std::string::npos, n << ": " << choice_of[n].reason);
       }
@@ -629,11 +639,11 @@ TEST_SUITE("executor") {
       CHECK_MESSAGE(c.kernel.find("conv1x1__fused") == std::string::npos,
                     plain->model().graph().nodes[size_t(c.node)].name);
     for (int threads : {1, 2, 3})
-      for (int k = 0; k < 2; ++k)  // d1, clip1, d2 do not run
+      for (int k = 0; k < 2; ++k)  // d1, clip1, d2, d6 do not run
         CHECK(compare_fused(fused, plain,
                             {test::random_tensor({2, 32, 56, 67}, 80 + k), test::random_tensor({2, 24, 115, 113}, 82 + k),
                              test::random_tensor({2, 40, 58, 57}, 84 + k), test::random_tensor({1, 32, 28, 28}, 86 + k)},
-                            6, threads) == (rows ? -3 : 0));
+                            7, threads) == (rows ? -4 : 0));
   }
 
   TEST_CASE("Conv (and its Relu) computed by the MaxPool that alone reads it, a band of rows at a time") {
