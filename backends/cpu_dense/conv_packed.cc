@@ -243,14 +243,20 @@ void ConvPacked::run_expand(const RunContext& ctx, const kernels::ConvShape& s, 
 constexpr int64_t kDwProjectMinPixels = 56 * 56;
 constexpr int64_t kDwProjectMaxChannels = 256;  // a B strip (C x 32 floats) within L1
 constexpr int64_t kDwBandFloats = 16384;
-// Floats per channel row of the band in the slot: whole panels, so that every tile reads
-// NR floats of each B row (gemm.h).
-static int64_t dw_band_ld(int64_t rows, int64_t ow) {
+// The bands of the depthwise's output rows (`rows` each) and the floats per channel row
+// of a band in the slot: whole panels, so that every tile reads NR floats of each B row
+// (gemm.h). A slot holds C such rows.
+struct DwBands {
+  int64_t count, ld;
+};
+static DwBands dw_bands(const kernels::ConvShape& ds, int64_t rows) {
   const int64_t nr = kernels::gemm_nr();
-  return (rows * ow + nr - 1) / nr * nr;
+  return {(ds.out[1] + rows - 1) / rows, (rows * ds.out[2] + nr - 1) / nr * nr};
 }
 
-bool ConvPacked::fuse_depthwise(const ConvPacked& dw, const kernels::ConvShape& ds, const kernels::ConvShape& s) {
+bool ConvPacked::fuse_depthwise(std::shared_ptr<const ConvPacked> dwp, const kernels::ConvShape& ds,
+                                const kernels::ConvShape& s) {
+  const ConvPacked& dw = *dwp;
   if (depthwise_ || winograd_.u || expand_.K > 0 || dwp_ || direct_name_ || !gemm_.in_place || gemm_.group != 1 ||
       !s.pointwise() || s.group != 1 || s.C != ds.M || gemm_.K != s.C || gemm_.M != s.M || s.N != ds.N ||
       s.in[0] != ds.out[0] || s.in[1] != ds.out[1] || s.in[2] != ds.out[2])
@@ -258,19 +264,10 @@ bool ConvPacked::fuse_depthwise(const ConvPacked& dw, const kernels::ConvShape& 
   if (!dw.depthwise_ || dw.expand_.K > 0 || dw.dwp_ || ds.M != ds.C || ds.P() < kDwProjectMinPixels ||
       ds.M > kDwProjectMaxChannels || !kernels::dwconv_rows_applies(ds) || dw.use_dw_block(ds))
     return false;
-  const int64_t C = ds.C, taps = ds.taps();
-  dwp_w_ = kernels::alloc_floats(size_t(C * taps));
-  std::memcpy(dwp_w_.get(), dw.dw_w_.get(), size_t(C * taps) * sizeof(float));
-  if (dw.dw_b_) {
-    dwp_b_ = kernels::alloc_floats(size_t(C));
-    std::memcpy(dwp_b_.get(), dw.dw_b_.get(), size_t(C) * sizeof(float));
-  }
-  dwp_lo_ = dw.lo_;
-  dwp_hi_ = dw.hi_;
   dwp_shape_ = ds;
   // Even (the rows kernel writes two at a time), at least 2.
-  dwp_rows_ = std::max<int64_t>(2, kDwBandFloats / (C * ds.out[2]) / 2 * 2);
-  dwp_ = true;
+  dwp_rows_ = std::max<int64_t>(2, kDwBandFloats / (ds.C * ds.out[2]) / 2 * 2);
+  dwp_ = std::move(dwp);
   return true;
 }
 
@@ -282,8 +279,12 @@ void ConvPacked::run_after_dw(const RunContext& ctx, const kernels::ConvShape& s
   // The addend may be y itself (adds_onto_output): each tile reads its addend elements
   // before it writes them, K in one block.
   const int64_t C = s.C, M = s.M, P = s.P(), OH = ds.out[1], OW = ds.out[2];
-  const int64_t rows = dwp_rows_, bands = (OH + rows - 1) / rows, ld = dw_band_ld(rows, OW);
-  const int64_t nr = kernels::gemm_nr();
+  const int64_t rows = dwp_rows_;
+  const DwBands b = dw_bands(ds, rows);
+  const int64_t bands = b.count, ld = b.ld, nr = kernels::gemm_nr();
+  const float* dw_w = dwp_->dw_w_.get();
+  const float* dw_b = dwp_->dw_b_.get();
+  const float dw_lo = dwp_->lo_, dw_hi = dwp_->hi_;
   const kernels::TileFn tile_fn = kernels::gemm_tile_fn(), tall_fn = kernels::gemm_tall_tile_fn();
   const float* tall = gemm_.tall.get();
   const float* bias = gemm_.bias.get();
@@ -292,8 +293,7 @@ void ConvPacked::run_after_dw(const RunContext& ctx, const kernels::ConvShape& s
     const int64_t n = i / bands, oh0 = i % bands * rows, oh1 = std::min(OH, oh0 + rows);
     const int64_t px = (oh1 - oh0) * OW, base = n * M * P + oh0 * OW;
     for (int64_t c = 0; c < C; ++c)
-      kernels::dwconv_rows(ds, n * C + c, oh0, oh1, x0, dwp_w_.get(), dwp_b_.get(), band + c * ld, OW, dwp_lo_,
-                           dwp_hi_);
+      kernels::dwconv_rows(ds, n * C + c, oh0, oh1, x0, dw_w, dw_b, band + c * ld, OW, dw_lo, dw_hi);
     kernels::Epilogue e;
     e.bias_per_row = true;
     e.lo = lo;
@@ -366,8 +366,8 @@ static int64_t k_parts_floats(const kernels::ConvShape& s, const kernels::ConvPl
 size_t ConvPacked::scratch_bytes(const kernels::ConvShape& s, int threads) const {
   const auto bytes = [](int64_t floats) { return size_t(floats) * sizeof(float); };
   if (dwp_) {
-    const int64_t bands = (dwp_shape_.out[1] + dwp_rows_ - 1) / dwp_rows_;
-    return run_in_slots_bytes(threads, s.N * bands, s.C * dw_band_ld(dwp_rows_, dwp_shape_.out[2]));
+    const DwBands b = dw_bands(dwp_shape_, dwp_rows_);
+    return run_in_slots_bytes(threads, s.N * b.count, s.C * b.ld);
   }
   if (use_winograd(s)) {
     const kernels::WinogradPlan p = kernels::plan_winograd(s, winograd_.m);

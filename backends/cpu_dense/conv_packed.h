@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -182,13 +183,13 @@ class ConvPacked {
   }
   // The run with the expand fused: x1 = the expand's input [N, K, in...] (s as at fusing).
   void run_expand(const RunContext& ctx, const kernels::ConvShape& s, const float* x1, float* y) const;
-  // Takes on the 3x3 depthwise conv `dw` (of shape ds; its weights, bias and clamp) that
-  // alone writes this pointwise conv's input, for this conv's run shape s: true where the
+  // Takes on the 3x3 depthwise conv `dw` (of shape ds; kept, for its weights, bias and
+  // clamp) that alone writes this pointwise conv's input, for this conv's run shape s: true where the
   // depthwise reads its rows in place (kernels::dwconv_rows_applies) on a map large enough
   // to pay (conv_packed.cc); every run then goes through run_after_dw, the input never
   // stored.
-  bool fuse_depthwise(const ConvPacked& dw, const kernels::ConvShape& ds, const kernels::ConvShape& s);
-  bool fused_depthwise() const { return dwp_; }
+  bool fuse_depthwise(std::shared_ptr<const ConvPacked> dw, const kernels::ConvShape& ds, const kernels::ConvShape& s);
+  bool fused_depthwise() const { return dwp_ != nullptr; }
   // The depthwise's shape at fusing (fused_depthwise()).
   const kernels::ConvShape& fused_depthwise_shape() const { return dwp_shape_; }
   // The run with the depthwise fused: x0 = the depthwise's input [N, C, in...] (ds as at
@@ -247,11 +248,9 @@ class ConvPacked {
   kernels::FloatBuf expand_wt_, expand_b_;
   kernels::DwExpand expand_;
   kernels::ConvShape expand_shape_;
-  // A fused depthwise producer (fuse_depthwise): its weights [C, 9], bias, clamp, shape,
-  // and the output rows a band computes at a time.
-  bool dwp_ = false;
-  kernels::FloatBuf dwp_w_, dwp_b_;
-  float dwp_lo_ = 0.0f, dwp_hi_ = 0.0f;
+  // A fused depthwise producer (fuse_depthwise): its packed conv (weights, bias, clamp:
+  // read, not copied), its shape, and the output rows a band computes at a time.
+  std::shared_ptr<const ConvPacked> dwp_;
   kernels::ConvShape dwp_shape_;
   int64_t dwp_rows_ = 0;
   // The last plan (sessions sharing the model may run the node at once); none while

@@ -80,7 +80,7 @@ class ConvKernel final : public OpKernel, public PackedConvSource {
       for (int i = 0; i < attrs_.nsp; ++i)
         if (w_dims_[2 + i] != 1 || attrs_.stride[i] != 1 || attrs_.pad_begin[i] != 0 || attrs_.pad_end[i] != 0)
           return false;
-      if (!fast_->fuse_depthwise(*p->fast_, *p->static_shape_, *static_shape_)) return false;
+      if (!fast_->fuse_depthwise(p->fast_, *p->static_shape_, *static_shape_)) return false;
       producer_first_ = first_extra;
       return true;
     }
